@@ -1,0 +1,285 @@
+//! Every decision the build script makes, as a pure function of the target and the features.
+//!
+//! Nothing in this file may look at the machine it runs on: a build script runs on the *host*,
+//! so `cfg!(windows)` here would describe the machine doing the build, not the program being
+//! built, and silently break every cross build (a recurring bug in allocator `-sys` crates).
+//! The facts come in through [`Target`]; `tests/build_plan.rs` checks the plan for targets this
+//! machine cannot run, and fails if this file or `build.rs` ever uses `cfg!`/`#[cfg]` on a target.
+
+/// What cargo tells the build script about the target (`TARGET`, `CARGO_CFG_TARGET_*`).
+#[derive(Clone, Debug, Default)]
+pub struct Target {
+    /// The full triple, e.g. `x86_64-pc-windows-gnu`.
+    pub triple: String,
+    /// `CARGO_CFG_TARGET_ARCH`, e.g. `x86_64`, `aarch64`, `arm`, `wasm32`.
+    pub arch: String,
+    /// `CARGO_CFG_TARGET_OS`, e.g. `linux`, `windows`, `macos`, `android`, `unknown`.
+    pub os: String,
+    /// `CARGO_CFG_TARGET_ENV`, e.g. `gnu`, `musl`, `msvc`, or empty.
+    pub env: String,
+    /// `CARGO_CFG_TARGET_VENDOR`, e.g. `apple`, `pc`, `unknown`.
+    pub vendor: String,
+    /// `CARGO_CFG_TARGET_FAMILY`, split on commas (`unix`, `windows`, `wasm`).
+    pub families: Vec<String>,
+    /// `CARGO_CFG_TARGET_HAS_ATOMIC`, split on commas (`8`, `16`, `32`, `64`, `ptr`).
+    pub has_atomic: Vec<String>,
+    /// `CARGO_CFG_TARGET_FEATURE`, split on commas (`crt-static`, `sse2`, ...).
+    pub features: Vec<String>,
+}
+
+impl Target {
+    fn is(&self, family: &str) -> bool {
+        self.families.iter().any(|f| f == family)
+    }
+    fn is_windows(&self) -> bool {
+        self.os == "windows"
+    }
+    fn is_msvc(&self) -> bool {
+        self.env == "msvc"
+    }
+    fn is_apple(&self) -> bool {
+        self.vendor == "apple"
+    }
+    /// Targets whose objects use ELF thread-local storage models (`-ftls-model`).
+    fn is_elf_unix(&self) -> bool {
+        self.is("unix") && !self.is_apple() && self.os != "haiku" && self.arch != "wasm32"
+    }
+}
+
+/// The cargo features of `mimalloc-sys` that change the C build.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Features {
+    pub v2: bool,
+    pub secure: bool,
+    pub debug: bool,
+    pub override_malloc: bool,
+    pub no_thp: bool,
+    pub local_dynamic_tls: bool,
+}
+
+/// Which mimalloc release to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    V2,
+    V3,
+}
+
+impl Version {
+    /// The directory under `vendor/mimalloc/`.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Version::V2 => "v2",
+            Version::V3 => "v3",
+        }
+    }
+}
+
+/// The language the single translation unit `src/static.c` is compiled as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    C,
+    /// MSVC has no C11 atomics: mimalloc is compiled as C++17 and uses `<atomic>`.
+    Cxx17,
+}
+
+/// A preprocessor definition, with the reason it is there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Define {
+    pub name: &'static str,
+    pub value: Option<&'static str>,
+    pub why: &'static str,
+}
+
+/// The complete recipe for compiling and linking mimalloc for one target.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub version: Version,
+    pub language: Language,
+    pub defines: Vec<Define>,
+    /// Flags every supported compiler must accept (a failure is a build error).
+    pub flags: Vec<&'static str>,
+    /// Flags passed only if the compiler accepts them (old GCC, clang-cl, ...).
+    pub flags_if_supported: Vec<&'static str>,
+    /// System libraries the static library needs (`cargo:rustc-link-lib`).
+    pub link_libs: Vec<&'static str>,
+    /// The target's CRT choice (`crt-static`), followed rather than forced; `None` off Windows.
+    pub static_crt: Option<bool>,
+    /// Things the user asked for that this target cannot do, said out loud at build time.
+    pub warnings: Vec<String>,
+}
+
+/// What the build script will do.
+#[derive(Clone, Debug)]
+pub enum Decision {
+    /// Compile and link mimalloc with this plan.
+    Build(Plan),
+    /// mimalloc cannot run on this target; compile nothing and say why.
+    Skip(String),
+}
+
+/// Decides how to build mimalloc for `target` with `features` (`release`: `PROFILE=release`).
+pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
+    // mimalloc needs an OS (or WASI) to get memory from; bare `wasm32-unknown-unknown` and
+    // `*-none` targets have neither, so there is nothing to compile. The safe crate's
+    // `assign_global!` expands to nothing there, keeping the product buildable.
+    if target.os == "none" || (target.os == "unknown" && target.arch.starts_with("wasm")) {
+        return Decision::Skip(format!(
+            "mimalloc cannot run on {} (no operating system to get memory from): no C code is built, \
+             mimalloc::assign_global!() installs nothing, and the system allocator stays in charge",
+            target.triple
+        ));
+    }
+
+    let version = if features.v2 {
+        Version::V2
+    } else {
+        Version::V3
+    };
+    let mut plan = Plan {
+        version,
+        language: if target.is_msvc() {
+            Language::Cxx17
+        } else {
+            Language::C
+        },
+        defines: Vec::new(),
+        flags: Vec::new(),
+        flags_if_supported: Vec::new(),
+        link_libs: Vec::new(),
+        static_crt: None,
+        warnings: Vec::new(),
+    };
+    let mut define = |name, value, why| plan.defines.push(Define { name, value, why });
+
+    if features.debug {
+        define(
+            "MI_DEBUG",
+            Some("3"),
+            "`debug` feature: full internal invariant checks",
+        );
+        define(
+            "MI_SHOW_ERRORS",
+            Some("1"),
+            "`debug` feature: print heap corruption and misuse",
+        );
+    } else {
+        define(
+            "MI_DEBUG",
+            Some("0"),
+            "no internal assertions unless the `debug` feature asks",
+        );
+    }
+    if release {
+        define(
+            "NDEBUG",
+            None,
+            "release profile: no C `assert`, as in every release build",
+        );
+    }
+    if features.secure {
+        define(
+            "MI_SECURE",
+            Some("4"),
+            "`secure` feature: guard pages, encoded free lists, double-free checks",
+        );
+    }
+    if features.override_malloc && !target.is_windows() {
+        define(
+            "MI_MALLOC_OVERRIDE",
+            None,
+            "`override` feature: export malloc/free/... from mimalloc",
+        );
+        if target.is_apple() {
+            define(
+                "MI_OSX_ZONE",
+                Some("1"),
+                "`override` on Apple: register mimalloc as the default malloc zone",
+            );
+            define(
+                "MI_OSX_INTERPOSE",
+                Some("1"),
+                "`override` on Apple: interpose the system malloc functions",
+            );
+        }
+    }
+    if features.no_thp && (target.os == "linux" || target.os == "android") {
+        define(
+            "MI_DEFAULT_ALLOW_THP",
+            Some("0"),
+            "`no_thp` feature: transparent huge pages off unless MIMALLOC_ALLOW_THP=1",
+        );
+    }
+    if target.env == "musl" {
+        define(
+            "MI_LIBC_MUSL",
+            Some("1"),
+            "musl: no __builtin_thread_pointer, different TLS set-up",
+        );
+    }
+    if target.is_windows() && !target.is_msvc() {
+        // mimalloc's default start-up hook on Windows registers TLS and CRT callbacks with
+        // MSVC-only `#pragma const_seg`, which GCC and clang ignore: mimalloc would never run
+        // its process initialisation (no arenas, no purging, MIMALLOC_* ignored, no clean-up of
+        // exited threads). The fiber-local-storage hook uses a constructor with GCC/clang.
+        define(
+            "MI_WIN_INIT_USE_FLS",
+            Some("1"),
+            "non-MSVC Windows: start mimalloc with a constructor and FLS",
+        );
+    }
+
+    if features.override_malloc && target.is_windows() {
+        plan.warnings.push(
+            "the `override` feature has no effect on Windows: mimalloc is linked as a static library, \
+             and replacing the CRT's malloc needs the mimalloc DLL with its redirection module; \
+             Rust allocations are still served by mimalloc through MiMalloc"
+                .to_string(),
+        );
+    }
+    if features.no_thp && !(target.os == "linux" || target.os == "android") {
+        plan.warnings.push(format!(
+            "the `no_thp` feature has no effect on {}: transparent huge pages are a Linux feature",
+            target.triple
+        ));
+    }
+
+    if target.is_msvc() {
+        // cl.exe and clang-cl compile `.c` files as C unless told otherwise.
+        plan.flags.push("/TP");
+        // Without it MSVC reports `__cplusplus` as 199711L whatever the standard.
+        plan.flags_if_supported.push("/Zc:__cplusplus");
+    } else {
+        if target.is_elf_unix() {
+            // mimalloc's thread-local heap pointer is on every allocation's path: initial-exec
+            // makes it one instruction. A shared object loaded with dlopen needs local-dynamic,
+            // and so does musl's static linking (mimalloc issue #644).
+            if features.local_dynamic_tls || target.env == "musl" {
+                plan.flags_if_supported.push("-ftls-model=local-dynamic");
+            } else {
+                plan.flags_if_supported.push("-ftls-model=initial-exec");
+            }
+        }
+        if features.override_malloc && !target.is_windows() {
+            // Keep the compiler from turning mimalloc's own calls into calls to `malloc`.
+            plan.flags_if_supported.push("-fno-builtin-malloc");
+        }
+        // mimalloc uses MSVC pragmas guarded by `#if`, but GCC still warns about some of them.
+        plan.flags_if_supported.push("-Wno-unknown-pragmas");
+    }
+
+    if target.is_windows() {
+        // What mimalloc's own CMake build links on Windows: psapi (process info), shell32 and
+        // user32 (environment, messages), advapi32 (large-page privileges), bcrypt (random).
+        plan.link_libs
+            .extend(["advapi32", "bcrypt", "psapi", "shell32", "user32"]);
+        plan.static_crt = Some(target.features.iter().any(|f| f == "crt-static"));
+    }
+    let native_64bit_atomics = target.has_atomic.iter().any(|a| a == "64");
+    if target.os == "linux" && (target.arch == "arm" || !native_64bit_atomics) {
+        // GCC lowers some 64-bit atomics to calls into libatomic on 32-bit ARM and on targets
+        // without native 64-bit atomics; without it the link fails with `__atomic_*_8`.
+        plan.link_libs.push("atomic");
+    }
+
+    Decision::Build(plan)
+}

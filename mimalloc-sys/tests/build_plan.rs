@@ -1,0 +1,511 @@
+//! The build script's decisions for targets this machine cannot run (and some it can).
+//!
+//! `build/plan.rs` is a pure function of the target facts cargo passes in `CARGO_CFG_*`; these
+//! tests feed it the facts of each target and check the recipe. If the plan consulted the host
+//! (`cfg!(windows)` in a build script describes the machine doing the build), the Windows, macOS
+//! and Android rows below would fail on this Linux machine.
+
+#[path = "../build/plan.rs"]
+#[allow(dead_code)]
+mod plan;
+
+use plan::{Decision, Features, Language, Plan, Target, Version};
+
+/// The facts cargo gives a build script for `triple` (from `rustc --print cfg --target ...`).
+fn target(triple: &str) -> Target {
+    let (arch, vendor, os, env, family, atomics, features): (
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+        &str,
+    ) = match triple {
+        "x86_64-unknown-linux-gnu" => (
+            "x86_64",
+            "unknown",
+            "linux",
+            "gnu",
+            "unix",
+            "8,16,32,64,ptr",
+            "fxsr,sse,sse2",
+        ),
+        "i686-unknown-linux-gnu" => (
+            "x86",
+            "unknown",
+            "linux",
+            "gnu",
+            "unix",
+            "8,16,32,64,ptr",
+            "fxsr,sse,sse2",
+        ),
+        "aarch64-unknown-linux-gnu" => (
+            "aarch64",
+            "unknown",
+            "linux",
+            "gnu",
+            "unix",
+            "8,16,32,64,128,ptr",
+            "neon",
+        ),
+        "armv7-unknown-linux-gnueabihf" => (
+            "arm",
+            "unknown",
+            "linux",
+            "gnu",
+            "unix",
+            "8,16,32,64,ptr",
+            "v7,vfp3",
+        ),
+        "mipsel-unknown-linux-gnu" => {
+            ("mips", "unknown", "linux", "gnu", "unix", "8,16,32,ptr", "")
+        }
+        "x86_64-unknown-linux-musl" => (
+            "x86_64",
+            "unknown",
+            "linux",
+            "musl",
+            "unix",
+            "8,16,32,64,ptr",
+            "crt-static,sse2",
+        ),
+        "aarch64-linux-android" => (
+            "aarch64",
+            "unknown",
+            "android",
+            "",
+            "unix",
+            "8,16,32,64,128,ptr",
+            "neon",
+        ),
+        "x86_64-apple-darwin" => (
+            "x86_64",
+            "apple",
+            "macos",
+            "",
+            "unix",
+            "8,16,32,64,128,ptr",
+            "sse3",
+        ),
+        "aarch64-apple-darwin" => (
+            "aarch64",
+            "apple",
+            "macos",
+            "",
+            "unix",
+            "8,16,32,64,128,ptr",
+            "neon",
+        ),
+        "x86_64-pc-windows-msvc" => (
+            "x86_64",
+            "pc",
+            "windows",
+            "msvc",
+            "windows",
+            "8,16,32,64,ptr",
+            "sse2",
+        ),
+        "aarch64-pc-windows-msvc" => (
+            "aarch64",
+            "pc",
+            "windows",
+            "msvc",
+            "windows",
+            "8,16,32,64,128,ptr",
+            "neon",
+        ),
+        "x86_64-pc-windows-gnu" => (
+            "x86_64",
+            "pc",
+            "windows",
+            "gnu",
+            "windows",
+            "8,16,32,64,ptr",
+            "sse2",
+        ),
+        "wasm32-unknown-unknown" => (
+            "wasm32",
+            "unknown",
+            "unknown",
+            "",
+            "wasm",
+            "8,16,32,64,ptr",
+            "",
+        ),
+        "wasm32-wasip1" => (
+            "wasm32",
+            "unknown",
+            "wasi",
+            "p1",
+            "wasm",
+            "8,16,32,64,ptr",
+            "",
+        ),
+        "thumbv7em-none-eabihf" => ("arm", "unknown", "none", "", "", "8,16,32,ptr", ""),
+        other => panic!("no facts for {other}"),
+    };
+    let split = |s: &str| {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    Target {
+        triple: triple.to_owned(),
+        arch: arch.to_owned(),
+        os: os.to_owned(),
+        env: env.to_owned(),
+        vendor: vendor.to_owned(),
+        families: split(family),
+        has_atomic: split(atomics),
+        features: split(features),
+    }
+}
+
+fn build(t: &Target, f: Features) -> Plan {
+    match plan::decide(t, &f, true) {
+        Decision::Build(plan) => plan,
+        Decision::Skip(why) => panic!("{} skipped: {why}", t.triple),
+    }
+}
+
+fn default_plan(triple: &str) -> Plan {
+    build(&target(triple), Features::default())
+}
+
+fn value(plan: &Plan, name: &str) -> Option<Option<&'static str>> {
+    plan.defines
+        .iter()
+        .find(|d| d.name == name)
+        .map(|d| d.value)
+}
+
+fn has_flag(plan: &Plan, flag: &str) -> bool {
+    plan.flags.contains(&flag) || plan.flags_if_supported.contains(&flag)
+}
+
+const WINDOWS_LIBS: [&str; 5] = ["advapi32", "bcrypt", "psapi", "shell32", "user32"];
+
+#[test]
+fn linux_gnu_default() {
+    let plan = default_plan("x86_64-unknown-linux-gnu");
+    assert_eq!(plan.version, Version::V3);
+    assert_eq!(plan.language, Language::C);
+    assert_eq!(value(&plan, "MI_DEBUG"), Some(Some("0")));
+    assert_eq!(value(&plan, "NDEBUG"), Some(None));
+    assert!(has_flag(&plan, "-ftls-model=initial-exec"));
+    assert!(plan.link_libs.is_empty(), "{:?}", plan.link_libs);
+    assert_eq!(plan.static_crt, None);
+    assert!(plan.warnings.is_empty());
+    for windows_only in [
+        "MI_WIN_INIT_USE_FLS",
+        "MI_SECURE",
+        "MI_MALLOC_OVERRIDE",
+        "MI_LIBC_MUSL",
+    ] {
+        assert_eq!(value(&plan, windows_only), None, "{windows_only}");
+    }
+}
+
+#[test]
+fn debug_profile_keeps_c_asserts() {
+    let plan = match plan::decide(
+        &target("x86_64-unknown-linux-gnu"),
+        &Features::default(),
+        false,
+    ) {
+        Decision::Build(plan) => plan,
+        Decision::Skip(why) => panic!("{why}"),
+    };
+    assert_eq!(value(&plan, "NDEBUG"), None);
+    assert_eq!(value(&plan, "MI_DEBUG"), Some(Some("0")));
+}
+
+#[test]
+fn msvc_compiles_as_cxx17_and_follows_the_crt_choice() {
+    for triple in ["x86_64-pc-windows-msvc", "aarch64-pc-windows-msvc"] {
+        let mut t = target(triple);
+        let plan = build(&t, Features::default());
+        assert_eq!(plan.language, Language::Cxx17, "{triple}");
+        assert!(
+            plan.flags.contains(&"/TP"),
+            "{triple}: .c must be compiled as C++"
+        );
+        assert!(
+            !plan.flags_if_supported.iter().any(|f| f.starts_with("-f")),
+            "{triple}: GCC flags"
+        );
+        assert_eq!(plan.link_libs, WINDOWS_LIBS, "{triple}");
+        assert_eq!(
+            plan.static_crt,
+            Some(false),
+            "{triple}: dynamic CRT unless crt-static"
+        );
+        assert_eq!(
+            value(&plan, "MI_WIN_INIT_USE_FLS"),
+            None,
+            "{triple}: MSVC's default start-up works"
+        );
+
+        t.features.push("crt-static".to_owned());
+        assert_eq!(
+            build(&t, Features::default()).static_crt,
+            Some(true),
+            "{triple}"
+        );
+    }
+}
+
+#[test]
+fn windows_gnu_starts_mimalloc_with_a_constructor() {
+    let plan = default_plan("x86_64-pc-windows-gnu");
+    assert_eq!(plan.language, Language::C);
+    assert_eq!(value(&plan, "MI_WIN_INIT_USE_FLS"), Some(Some("1")));
+    assert_eq!(plan.link_libs, WINDOWS_LIBS);
+    assert!(
+        !has_flag(&plan, "-ftls-model=initial-exec"),
+        "no ELF TLS models on PE"
+    );
+}
+
+#[test]
+fn apple_has_no_elf_tls_model_and_overrides_through_zones() {
+    for triple in ["x86_64-apple-darwin", "aarch64-apple-darwin"] {
+        let plan = default_plan(triple);
+        assert_eq!(plan.language, Language::C);
+        assert!(
+            !plan
+                .flags_if_supported
+                .iter()
+                .any(|f| f.starts_with("-ftls-model")),
+            "{triple}"
+        );
+        assert!(plan.link_libs.is_empty(), "{triple}");
+
+        let plan = build(
+            &target(triple),
+            Features {
+                override_malloc: true,
+                ..Features::default()
+            },
+        );
+        assert_eq!(value(&plan, "MI_MALLOC_OVERRIDE"), Some(None), "{triple}");
+        assert_eq!(value(&plan, "MI_OSX_ZONE"), Some(Some("1")), "{triple}");
+        assert_eq!(
+            value(&plan, "MI_OSX_INTERPOSE"),
+            Some(Some("1")),
+            "{triple}"
+        );
+    }
+}
+
+#[test]
+fn override_is_refused_loudly_on_windows() {
+    for triple in ["x86_64-pc-windows-msvc", "x86_64-pc-windows-gnu"] {
+        let plan = build(
+            &target(triple),
+            Features {
+                override_malloc: true,
+                ..Features::default()
+            },
+        );
+        assert_eq!(value(&plan, "MI_MALLOC_OVERRIDE"), None, "{triple}");
+        assert!(
+            plan.warnings.iter().any(|w| w.contains("override")),
+            "{triple}: {:?}",
+            plan.warnings
+        );
+    }
+    let plan = build(
+        &target("x86_64-unknown-linux-gnu"),
+        Features {
+            override_malloc: true,
+            ..Features::default()
+        },
+    );
+    assert_eq!(value(&plan, "MI_MALLOC_OVERRIDE"), Some(None));
+    assert!(has_flag(&plan, "-fno-builtin-malloc"));
+    assert!(plan.warnings.is_empty());
+}
+
+#[test]
+fn android_and_linux_honour_no_thp_others_say_it_does_nothing() {
+    for triple in ["aarch64-linux-android", "x86_64-unknown-linux-gnu"] {
+        let plan = build(
+            &target(triple),
+            Features {
+                no_thp: true,
+                ..Features::default()
+            },
+        );
+        assert_eq!(
+            value(&plan, "MI_DEFAULT_ALLOW_THP"),
+            Some(Some("0")),
+            "{triple}"
+        );
+        assert!(plan.warnings.is_empty(), "{triple}");
+    }
+    let plan = default_plan("aarch64-linux-android");
+    assert!(
+        plan.link_libs.is_empty(),
+        "Android's toolchain has no libatomic to link"
+    );
+    for triple in ["aarch64-apple-darwin", "x86_64-pc-windows-msvc"] {
+        let plan = build(
+            &target(triple),
+            Features {
+                no_thp: true,
+                ..Features::default()
+            },
+        );
+        assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), None, "{triple}");
+        assert!(
+            plan.warnings.iter().any(|w| w.contains("no_thp")),
+            "{triple}"
+        );
+    }
+}
+
+#[test]
+fn musl_uses_local_dynamic_tls() {
+    let plan = default_plan("x86_64-unknown-linux-musl");
+    assert_eq!(value(&plan, "MI_LIBC_MUSL"), Some(Some("1")));
+    assert!(has_flag(&plan, "-ftls-model=local-dynamic"));
+    assert!(!has_flag(&plan, "-ftls-model=initial-exec"));
+}
+
+#[test]
+fn local_dynamic_tls_feature() {
+    let plan = build(
+        &target("x86_64-unknown-linux-gnu"),
+        Features {
+            local_dynamic_tls: true,
+            ..Features::default()
+        },
+    );
+    assert!(has_flag(&plan, "-ftls-model=local-dynamic"));
+    assert!(!has_flag(&plan, "-ftls-model=initial-exec"));
+}
+
+#[test]
+fn libatomic_where_64_bit_atomics_are_not_native() {
+    for triple in ["armv7-unknown-linux-gnueabihf", "mipsel-unknown-linux-gnu"] {
+        assert!(
+            default_plan(triple).link_libs.contains(&"atomic"),
+            "{triple}"
+        );
+    }
+    for triple in [
+        "x86_64-unknown-linux-gnu",
+        "i686-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+    ] {
+        assert!(
+            !default_plan(triple).link_libs.contains(&"atomic"),
+            "{triple}"
+        );
+    }
+}
+
+#[test]
+fn targets_without_an_os_build_nothing_and_say_why() {
+    for triple in ["wasm32-unknown-unknown", "thumbv7em-none-eabihf"] {
+        match plan::decide(&target(triple), &Features::default(), true) {
+            Decision::Skip(why) => assert!(why.contains(triple), "{why}"),
+            Decision::Build(_) => panic!("{triple} has no OS for mimalloc"),
+        }
+    }
+    let wasi = default_plan("wasm32-wasip1");
+    assert!(!wasi
+        .flags_if_supported
+        .iter()
+        .any(|f| f.starts_with("-ftls-model")));
+}
+
+#[test]
+fn feature_defines() {
+    let t = target("x86_64-unknown-linux-gnu");
+    let plan = build(
+        &t,
+        Features {
+            secure: true,
+            ..Features::default()
+        },
+    );
+    assert_eq!(value(&plan, "MI_SECURE"), Some(Some("4")));
+    let plan = build(
+        &t,
+        Features {
+            debug: true,
+            ..Features::default()
+        },
+    );
+    assert_eq!(value(&plan, "MI_DEBUG"), Some(Some("3")));
+    assert_eq!(value(&plan, "MI_SHOW_ERRORS"), Some(Some("1")));
+    let plan = build(
+        &t,
+        Features {
+            v2: true,
+            secure: true,
+            ..Features::default()
+        },
+    );
+    assert_eq!(plan.version, Version::V2);
+    assert_eq!(plan.version.dir(), "v2");
+    assert_eq!(value(&plan, "MI_SECURE"), Some(Some("4")));
+}
+
+#[test]
+fn every_define_says_why() {
+    let all = Features {
+        secure: true,
+        debug: true,
+        override_malloc: true,
+        no_thp: true,
+        ..Features::default()
+    };
+    for triple in [
+        "x86_64-unknown-linux-gnu",
+        "x86_64-pc-windows-gnu",
+        "aarch64-apple-darwin",
+        "x86_64-unknown-linux-musl",
+    ] {
+        for define in build(&target(triple), all).defines {
+            assert!(
+                define.why.len() > 10,
+                "{triple}: {} has no reason",
+                define.name
+            );
+        }
+    }
+}
+
+/// The build script must never ask the host what the target is. Target facts come from cargo's
+/// `CARGO_CFG_*` variables; `cfg!`/`#[cfg]` on a target property in build code is always a bug.
+#[test]
+fn build_code_never_uses_host_cfg() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = ["build.rs", "build/plan.rs", "build/bindings.rs"];
+    for file in files {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap();
+            for needle in ["cfg!(", "#[cfg(", "cfg_attr("] {
+                if let Some(at) = code.find(needle) {
+                    let in_string_literal = code[..at].matches('"').count() % 2 == 1;
+                    if in_string_literal {
+                        continue;
+                    }
+                    let rest = &code[at..];
+                    assert!(
+                        rest.starts_with(&format!("{needle}feature")),
+                        "{file}:{}: `{}` looks at the host; use the target facts",
+                        n + 1,
+                        line.trim()
+                    );
+                }
+            }
+        }
+    }
+}

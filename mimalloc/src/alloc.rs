@@ -1,0 +1,108 @@
+//! `MiMalloc`: mimalloc behind Rust's `GlobalAlloc`.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ffi::c_void;
+use mimalloc_sys as ffi;
+
+/// The alignment every mimalloc block has without asking: `MI_MAX_ALIGN_SIZE` in mimalloc's
+/// `types.h`, the alignment of C's `max_align_t`. mimalloc rounds every size class of at least
+/// 16 bytes to a multiple of 16 and starts every page's blocks 16-aligned, and smaller blocks
+/// are aligned to their size rounded up to a power of two, on 64- and 32-bit targets alike
+/// (`page-queue.c`, `MI_ALIGN2W`/`MI_ALIGN4W`). So a block of `size` bytes is aligned to
+/// `min(16, size)` at least, which is what [`is_natural`] relies on; the alignment sweep in
+/// `tests/tests/alignment.rs` checks it on every target the suite runs on.
+pub(crate) const MIN_ALIGN: usize = 16;
+
+/// Whether a block from the plain `mi_malloc` family already satisfies `align`, so that the
+/// common case never pays for alignment handling (the same rule as the standard library's
+/// `System`, which cites rust-lang/rust#45955 and #30170 for it): the alignment is at most
+/// mimalloc's natural one *and* at most the size (a 4-byte block is not 16-aligned).
+#[inline(always)]
+pub(crate) const fn is_natural(align: usize, size: usize) -> bool {
+    align <= MIN_ALIGN && align <= size
+}
+
+/// mimalloc as a Rust allocator.
+///
+/// Every allocation of a program that installs it (with [`assign_global!`](crate::assign_global)
+/// or `#[global_allocator]`) is served by the vendored mimalloc. It is a zero-sized handle: all
+/// state lives in mimalloc's thread-local heaps.
+///
+/// Each `GlobalAlloc` method is one call into mimalloc: `mi_malloc`, `mi_zalloc` and
+/// `mi_realloc` when the layout's alignment is naturally satisfied, their `_aligned` variants
+/// otherwise. Every valid [`Layout`] is accepted: a request mimalloc cannot satisfy (a size near
+/// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
+/// standard collections turn into `handle_alloc_error` or a `try_reserve` error.
+///
+/// # Example
+///
+/// ```
+/// use core::alloc::{GlobalAlloc, Layout};
+/// use mimalloc::MiMalloc;
+///
+/// let layout = Layout::from_size_align(100, 64).unwrap();
+/// // SAFETY: the layout has a non-zero size; the block is freed once, with the same layout.
+/// unsafe {
+///     let p = MiMalloc.alloc(layout);
+///     assert!(!p.is_null());
+///     assert_eq!(p as usize % 64, 0);
+///     MiMalloc.dealloc(p, layout);
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MiMalloc;
+
+// SAFETY: mimalloc returns blocks that are either null or valid for reads and writes of the
+// requested size at the requested alignment (the `_aligned` variants are used whenever the
+// natural alignment does not suffice, see `is_natural`), that do not overlap any other live
+// block, and that stay valid until freed; `mi_free` and `mi_realloc` accept any pointer the
+// functions above returned, from any thread. mimalloc never unwinds.
+unsafe impl GlobalAlloc for MiMalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        let p = if is_natural(align, size) {
+            // SAFETY: `mi_malloc` accepts any size; null is returned on failure.
+            unsafe { ffi::mi_malloc(size) }
+        } else {
+            // SAFETY: `align` is a power of two (a `Layout` invariant), as mimalloc requires.
+            unsafe { ffi::mi_malloc_aligned(size, align) }
+        };
+        p.cast()
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        let p = if is_natural(align, size) {
+            // SAFETY: as in `alloc`; mimalloc zeroes the block (or knows it is fresh and zero).
+            unsafe { ffi::mi_zalloc(size) }
+        } else {
+            // SAFETY: as in `alloc`, `align` is a power of two.
+            unsafe { ffi::mi_zalloc_aligned(size, align) }
+        };
+        p.cast()
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` is a live block from this allocator, i.e. from
+        // mimalloc; `mi_free` finds its page (and the start of an over-aligned block) itself.
+        unsafe { ffi::mi_free(ptr.cast::<c_void>()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let align = layout.align();
+        let p = if is_natural(align, new_size) {
+            // SAFETY: `ptr` is a live mimalloc block (caller contract); a block of `new_size`
+            // bytes from `mi_realloc` is naturally aligned to `align`. On failure null is
+            // returned and the old block is left untouched.
+            unsafe { ffi::mi_realloc(ptr.cast::<c_void>(), new_size) }
+        } else {
+            // SAFETY: as above; `mi_realloc_aligned` keeps `align` (a power of two) if it moves.
+            unsafe { ffi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, align) }
+        };
+        p.cast()
+    }
+}

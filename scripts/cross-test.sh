@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Build the FFI tests of mimalloc-sys, mimalloc and mimalloc-tests with Debian's Rust 1.63 (the
+# MSRV, and the only toolchain here with standard libraries for Windows and ARM) and run them.
+#
+#   scripts/cross-test.sh TARGET [FEATURES ...]
+#
+#   TARGET   x86_64-unknown-linux-gnu   the MSRV lane: native, including doc tests
+#            i686-unknown-linux-gnu     32-bit x86, run natively
+#            x86_64-pc-windows-gnu      run under Wine
+#            aarch64-unknown-linux-gnu  run under qemu-user
+#            armv7-unknown-linux-gnueabihf  run under qemu-user
+#            wasm32-unknown-unknown     build only: a product that calls assign_global!() must
+#                                       build, with no mimalloc in it (no OS to get memory from)
+#   FEATURES one run per argument, each a comma-separated feature list of mimalloc-tests
+#            ("" = default features); default: "" secure
+#
+# Installs what it needs with apt-get. Cargo 1.65 cannot read the registry's sparse index, so
+# the modern cargo resolves a Rust-1.63-compatible lock file and vendors the crates into a
+# scratch copy of the workspace under target/cross/, and the old cargo builds it --offline.
+# Exits non-zero if any test fails or any test binary crashes or times out.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+target=${1:?usage: scripts/cross-test.sh TARGET [FEATURES ...]}
+shift
+if [ "$#" -eq 0 ]; then set -- "" secure; fi
+scratch="$root/target/cross"
+old_cargo=/usr/bin/cargo
+old_rustc=/usr/bin/rustc
+
+log() { printf '==> %s\n' "$*"; }
+
+# --- what each target needs ------------------------------------------------------------------
+triple_env=$(echo "$target" | tr 'a-z-' 'A-Z_')
+emulator=native
+runner=()
+packages=(rustc cargo)
+harness_args=(--skip product_)
+skip_reasons=("product_*: they run cargo, which the test machine of a cross target does not have")
+case "$target" in
+  x86_64-unknown-linux-gnu) ;;
+  i686-unknown-linux-gnu)
+    arch=i386; packages+=(libstd-rust-dev:i386 gcc-i686-linux-gnu)
+    linker=i686-linux-gnu-gcc ;;
+  x86_64-pc-windows-gnu)
+    packages+=(libstd-rust-dev-windows gcc-mingw-w64-x86-64 wine64)
+    linker=x86_64-w64-mingw32-gcc
+    emulator=wine; runner=(/usr/lib/wine/wine64) ;;
+  wasm32-unknown-unknown)
+    packages+=(libstd-rust-dev-wasm32) ;;
+  aarch64-unknown-linux-gnu)
+    arch=arm64; packages+=(libstd-rust-dev:arm64 gcc-aarch64-linux-gnu qemu-user)
+    linker=aarch64-linux-gnu-gcc
+    emulator=qemu; runner=(qemu-aarch64 -L /usr/aarch64-linux-gnu) ;;
+  armv7-unknown-linux-gnueabihf)
+    arch=armhf; packages+=(libstd-rust-dev:armhf gcc-arm-linux-gnueabihf qemu-user)
+    linker=arm-linux-gnueabihf-gcc
+    emulator=qemu; runner=(qemu-arm -L /usr/arm-linux-gnueabihf) ;;
+  *) echo "unsupported target $target" >&2; exit 2 ;;
+esac
+if [ "$emulator" != native ]; then
+  # Alignments of 2^31..2^62 make mimalloc ask for that much address space: Wine then reserves
+  # it for real until the kernel kills it, and qemu-user emulates the guest's address space.
+  harness_args+=(--skip absurd_alignments_are_aligned_or_null)
+  skip_reasons+=("absurd_alignments_are_aligned_or_null: $emulator does not model huge address-space reservations")
+fi
+if [ "$emulator" = qemu ]; then
+  # qemu-user on this machine hangs as soon as a guest process starts a second thread (a plain
+  # C pthread program too): run the harness on its main thread and leave out the tests that
+  # spawn threads (their names contain "thread", a convention of this test suite) and the
+  # tests that re-run the test binary as a child process (named "child_").
+  harness_args+=(--test-threads=1 --skip thread --skip child_)
+  skip_reasons+=("*thread*: qemu-user here hangs when a guest starts a second thread"
+                 "*child_*: they re-run the test binary, which needs threads under the harness")
+fi
+
+# --- install (idempotent and quiet) ----------------------------------------------------------
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  log "installing ${missing[*]}"
+  if [ -n "${arch:-}" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    dpkg --add-architecture "$arch"
+  fi
+  # A mirror in the middle of a sync must not stop us: the packages come from the main archive.
+  apt-get update -qq || log "apt-get update reported errors; trying the install anyway"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+install_packages
+
+# --- the scratch workspace for the old cargo ---------------------------------------------------
+mkdir -p "$scratch"
+"$root/scripts/msrv-workspace.sh" "$scratch"
+ws="$scratch/ws"
+
+# --- build and run -----------------------------------------------------------------------------
+export RUSTC="$old_rustc" RUSTDOC=/usr/bin/rustdoc
+export CARGO_TARGET_DIR="$scratch/target"
+export RUST_BACKTRACE=0 # rustc 1.63's windows-gnu std crashes under Wine while printing a backtrace
+unset RUSTFLAGS CARGO_BUILD_TARGET
+if [ -n "${linker:-}" ]; then
+  export "CARGO_TARGET_${triple_env}_LINKER=$linker"
+  export "CC_${target//-/_}=$linker"
+fi
+if [ "$emulator" = wine ]; then
+  export WINEPREFIX="$scratch/wine" WINEDEBUG=-all
+  if [ ! -d "$WINEPREFIX" ]; then
+    log "creating a Wine prefix (first start takes a while)"
+    timeout 300 "${runner[@]}" wineboot --init >/dev/null 2>&1 || true
+  fi
+fi
+export MIMALLOC_TESTS_EMULATOR="$emulator"
+
+total_passed=0 total_failed=0 total_ignored=0 total_skipped=0 broken=0
+run_binary() { # run one test binary, add its counts to the totals
+  local exe=$1 label=$2 log_file
+  log_file=$(mktemp)
+  local status=0
+  (cd "$ws" && timeout 900 "${runner[@]}" "$exe" "${harness_args[@]}") >"$log_file" 2>&1 || status=$?
+  local result
+  result=$(grep -E '^test result:' "$log_file" | tail -1 || true)
+  if [ "$status" -ne 0 ] || [ -z "$result" ]; then
+    grep -E '^SKIPPED |^test .* FAILED$|panicked' "$log_file" | sed "s|^|    [$label] |" || true
+    echo "    [$label] FAILED: exit status $status$([ "$status" -eq 124 ] && echo ' (timed out)'); the end of its output:"
+    tail -25 "$log_file" | sed "s|^|    [$label] |"
+    [ -z "$result" ] && broken=$((broken + 1))
+  else
+    grep -E '^SKIPPED |^test result' "$log_file" | sed "s|^|    [$label] |" || true
+  fi
+  if [ -n "$result" ]; then
+    local p f i s
+    p=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$result")
+    f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$result")
+    i=$(sed -n 's/.* \([0-9]*\) ignored.*/\1/p' <<<"$result")
+    s=$(sed -n 's/.* \([0-9]*\) filtered out.*/\1/p' <<<"$result")
+    total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
+    total_ignored=$((total_ignored + i)) total_skipped=$((total_skipped + s))
+  fi
+  rm -f "$log_file"
+}
+
+start=$SECONDS
+if [ "$target" = wasm32-unknown-unknown ]; then
+  log "$target: building a product that calls mimalloc::assign_global!() ($($old_rustc --version))"
+  (cd "$ws" && "$old_cargo" build --offline --quiet --target "$target" -p no-os-product)
+  wasm="$CARGO_TARGET_DIR/$target/debug/no-os-product.wasm"
+  if grep -q mimalloc_ "$wasm"; then
+    echo "FAILED: $wasm contains mimalloc's C code" >&2; exit 1
+  fi
+  echo "SUMMARY $target: the product builds, and assign_global!() installed nothing ($wasm)"
+  exit 0
+fi
+for features in "$@"; do
+  label="$target${features:+ [$features]}"
+  log "$label: building the tests with $($old_rustc --version)"
+  feature_args=()
+  [ -n "$features" ] && feature_args=(--features "$features")
+  exes=$(cd "$ws" && "$old_cargo" test --offline --target "$target" -p mimalloc-sys -p mimalloc -p mimalloc-tests \
+      ${features:+--features "mimalloc-tests/$(sed 's/,/,mimalloc-tests\//g' <<<"$features")"} \
+      --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
+        print(msg["executable"])
+')
+  [ -n "$exes" ] || { echo "no test binaries were built for $label" >&2; exit 1; }
+  while read -r exe; do
+    run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
+  done <<<"$exes"
+  if [ "$target" = x86_64-unknown-linux-gnu ]; then
+    for product_features in "" mimalloc; do
+      out=$(cd "$ws" && "$old_cargo" run --offline --quiet -p product ${product_features:+--features mimalloc})
+      echo "    [$label product${product_features:+ --features mimalloc}] $(grep allocator: <<<"$out")"
+      expected=system
+      [ -n "$product_features" ] && expected="mimalloc"
+      grep -q "allocator: $expected" <<<"$out" || { echo "product: expected the $expected allocator" >&2; broken=$((broken + 1)); }
+    done
+    doc_log=$(mktemp)
+    if (cd "$ws" && "$old_cargo" test --offline --doc -p mimalloc-sys -p mimalloc \
+        ${features:+--features "mimalloc/$(sed 's/,/,mimalloc\//g' <<<"$features")"}) >"$doc_log" 2>&1; then
+      grep -E '^test result' "$doc_log" | sed "s|^|    [$label doc] |"
+      while read -r result; do
+        total_passed=$((total_passed + $(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$result")))
+      done < <(grep -E '^test result' "$doc_log")
+    else
+      tail -40 "$doc_log"; broken=$((broken + 1))
+    fi
+    rm -f "$doc_log"
+  fi
+done
+
+echo "SUMMARY $target ($emulator, $($old_rustc --version | cut -d' ' -f2)): $total_passed passed, $total_failed failed," \
+  "$total_ignored ignored by the tests, $total_skipped skipped by name, $broken broken binaries, $((SECONDS - start)) s"
+for reason in "${skip_reasons[@]}"; do echo "  skipped by name: $reason"; done
+[ "$total_failed" -eq 0 ] && [ "$broken" -eq 0 ]

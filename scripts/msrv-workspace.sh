@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Prepare DIR/ws: a copy of the MSRV crates (mimalloc-sys, mimalloc, mimalloc-tests) and of the
+# product example, that an old cargo can build offline, with DIR/crates holding every dependency.
+#
+#   scripts/msrv-workspace.sh DIR
+#
+# The modern cargo resolves a lock file compatible with Rust 1.63 (it prefers crate versions
+# whose rust-version the MSRV crates accept) and vendors the crates; the lock file is rewritten
+# to version 3, which cargo 1.63-1.77 read. Then, in DIR/ws: `cargo +1.63 test --offline`.
+# Used by scripts/cross-test.sh (Debian's Rust 1.63) and by the hosted CI's MSRV jobs (rustup's).
+# Reuses DIR/ws while no source file is newer than it. Nothing here is committed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${1:?usage: scripts/msrv-workspace.sh DIR}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+ws="$dir/ws"
+
+if [ -f "$dir/stamp" ] &&
+  [ -z "$(cd "$root" && find Cargo.toml mimalloc-sys mimalloc tests vendor examples/product/src examples/product/Cargo.toml \
+    "${BASH_SOURCE[0]}" -newer "$dir/stamp" -print -quit)" ]; then
+  exit 0
+fi
+echo "==> preparing a Rust 1.63 workspace in $ws"
+rm -rf "$ws" "$dir/crates" "$dir/stamp"
+mkdir -p "$ws"
+cp -R "$root/mimalloc-sys" "$root/mimalloc" "$root/tests" "$root/vendor" "$ws/"
+mkdir -p "$ws/product"
+cp -R "$root/examples/product/src" "$ws/product/"
+# The product as a member: its own `[workspace]` table dropped, its path dependency re-pointed.
+sed -e '/^\[workspace\]/d' -e 's|path = "../../mimalloc"|path = "../mimalloc"|' \
+  "$root/examples/product/Cargo.toml" >"$ws/product/Cargo.toml"
+# The smallest product, for targets without an OS (scripts/cross-test.sh wasm32-unknown-unknown).
+mkdir -p "$ws/no-os-product/src"
+cat >"$ws/no-os-product/Cargo.toml" <<'MANIFEST'
+[package]
+name = "no-os-product"
+version = "0.1.0"
+edition = "2021"
+[dependencies]
+mimalloc = { path = "../mimalloc" }
+MANIFEST
+cat >"$ws/no-os-product/src/main.rs" <<'MAIN'
+mimalloc::assign_global!();
+fn main() {
+    let v: Vec<u64> = (0..100).collect();
+    assert_eq!(v.iter().sum::<u64>(), 4950);
+}
+MAIN
+# The same workspace metadata and profile as the real one, with only the MSRV crates.
+sed -e 's/^members = .*/members = ["mimalloc-sys", "mimalloc", "tests", "product", "no-os-product"]/' -e '/^exclude = /d' \
+  "$root/Cargo.toml" >"$ws/Cargo.toml"
+# The optional `bindgen` feature needs Rust 1.70, and its dependencies have manifests old cargo
+# cannot parse; the MSRV promise is about the committed bindings, so the copy drops it.
+sed -i.bak -e '/^bindgen = \["dep:bindgen"\]/d' -e '/^bindgen = { version/d' "$ws/mimalloc-sys/Cargo.toml"
+sed -i.bak -e '/^bindgen = \["mimalloc-sys\/bindgen"\]/d' "$ws/mimalloc/Cargo.toml"
+rm -f "$ws"/*/Cargo.toml.bak
+(cd "$ws" &&
+  CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo generate-lockfile --quiet &&
+  cargo vendor --quiet --locked "$dir/crates" >/dev/null)
+sed -i.bak 's/^version = 4$/version = 3/' "$ws/Cargo.lock" && rm -f "$ws/Cargo.lock.bak"
+crates="$dir/crates"
+# Git Bash on Windows: cargo wants a Windows path.
+if command -v cygpath >/dev/null 2>&1; then crates=$(cygpath -m "$crates"); fi
+mkdir -p "$ws/.cargo"
+cat >"$ws/.cargo/config.toml" <<CONFIG
+[source.crates-io]
+replace-with = "vendored"
+[source.vendored]
+directory = "$crates"
+CONFIG
+touch "$dir/stamp"

@@ -1,0 +1,166 @@
+//! Helpers shared by the integration tests in `tests/tests/`.
+//!
+//! The tests use the workspace's crates the way a product does. They run natively and, through
+//! `scripts/cross-test.sh`, under Wine, qemu-user and as 32-bit binaries, so everything here
+//! must also build with the MSRV (Rust 1.63).
+
+use std::process::{Command, Output};
+
+/// The period of [`Pattern`]: a prime, so that a block copied to the wrong offset, or two
+/// blocks swapped, never still matches.
+const PERIOD: usize = 251;
+/// Whole periods, copied and compared in chunks (memcpy/memcmp: fast even in the unoptimized
+/// test profile).
+const CHUNK: usize = PERIOD * 64;
+
+/// `0, 1, ..., 250, 0, 1, ...`: every pattern is a window into this sequence.
+static SEQUENCE: [u8; CHUNK + PERIOD] = sequence();
+
+const fn sequence() -> [u8; CHUNK + PERIOD] {
+    let mut s = [0u8; CHUNK + PERIOD];
+    let mut i = 0;
+    while i < s.len() {
+        s[i] = (i % PERIOD) as u8;
+        i += 1;
+    }
+    s
+}
+
+/// A position-dependent byte pattern: byte `i` of a block is `(i + seed) % 251`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pattern {
+    seed: u8,
+}
+
+impl Pattern {
+    /// A pattern distinguished by `seed` (use a different seed per block).
+    pub fn new(seed: u8) -> Self {
+        Pattern { seed }
+    }
+
+    fn chunk(self) -> &'static [u8] {
+        &SEQUENCE[self.seed as usize % PERIOD..][..CHUNK]
+    }
+
+    /// Writes the pattern over `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for writes of `len` bytes.
+    pub unsafe fn fill(self, ptr: *mut u8, len: usize) {
+        let chunk = self.chunk();
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            // SAFETY: `at + n <= len`, and the caller guarantees `len` writable bytes.
+            unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), ptr.add(at), n) };
+            at += n;
+        }
+    }
+
+    /// The offset of the first of `len` bytes at `ptr` that does not hold the pattern.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads of `len` initialized bytes.
+    pub unsafe fn first_mismatch(self, ptr: *const u8, len: usize) -> Option<usize> {
+        let chunk = self.chunk();
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            // SAFETY: `at + n <= len`, and the caller guarantees `len` readable bytes.
+            let got = unsafe { std::slice::from_raw_parts(ptr.add(at), n) };
+            if got != &chunk[..n] {
+                let off = got.iter().zip(chunk).position(|(a, b)| a != b).unwrap();
+                return Some(at + off);
+            }
+            at += n;
+        }
+        None
+    }
+
+    /// Panics with the offset if the `len` bytes at `ptr` do not hold the pattern.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Pattern::first_mismatch`].
+    #[track_caller]
+    pub unsafe fn assert_at(self, ptr: *const u8, len: usize, what: &str) {
+        // SAFETY: forwarded caller contract.
+        if let Some(off) = unsafe { self.first_mismatch(ptr, len) } {
+            panic!(
+                "{what}: byte {off} of {len} lost its pattern (seed {})",
+                self.seed
+            )
+        }
+    }
+}
+
+/// The offset of the first non-zero byte among `len` bytes at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` must be valid for reads of `len` initialized bytes.
+pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
+    let zeros = [0u8; 4096];
+    let mut at = 0;
+    while at < len {
+        let n = zeros.len().min(len - at);
+        // SAFETY: `at + n <= len`, and the caller guarantees `len` readable bytes.
+        let got = unsafe { std::slice::from_raw_parts(ptr.add(at), n) };
+        if got != &zeros[..n] {
+            return Some(at + got.iter().position(|&b| b != 0).unwrap());
+        }
+        at += n;
+    }
+    None
+}
+
+/// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
+/// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` or `native` (a 32-bit binary on this kernel).
+pub fn emulator() -> Option<String> {
+    std::env::var("MIMALLOC_TESTS_EMULATOR")
+        .ok()
+        .filter(|e| !e.is_empty() && e != "native")
+}
+
+/// Prints why a check does not run here; the caller then returns. Written straight to stderr,
+/// past the test harness's output capture, so that it is always visible in the log (the
+/// cross-test script collects these lines). Never used to hide a failure.
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// Runs this very test binary again as a child process, running only `test` (exact name) with
+/// `MIMALLOC_TESTS_CHILD=1` and the given environment, and returns what it did. The child part
+/// of a test checks `is_child()`; this is how tests of aborts and crashes survive them.
+pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MIMALLOC_TESTS_CHILD", "1")
+        .env("RUST_BACKTRACE", "0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the test binary can be run again")
+}
+
+/// Whether this process is the child started by [`run_child`].
+pub fn is_child() -> bool {
+    std::env::var_os("MIMALLOC_TESTS_CHILD").is_some()
+}
+
+extern "C" {
+    static mimalloc_tests_abi: [usize; 0];
+    static mimalloc_tests_abi_len: usize;
+}
+
+/// The sizes, alignments and offsets of mimalloc's types as the target's C compiler sees them
+/// (`abi/probe.c`, compiled by `build.rs` against mimalloc-sys's headers), for `tests/abi.rs`.
+pub fn c_abi_probe() -> &'static [usize] {
+    // SAFETY: the probe defines `mimalloc_tests_abi` as an array of `mimalloc_tests_abi_len`
+    // `size_t`s (the same type as `usize`), immutable for the life of the program.
+    unsafe { std::slice::from_raw_parts(mimalloc_tests_abi.as_ptr(), mimalloc_tests_abi_len) }
+}

@@ -1,0 +1,211 @@
+//! Every valid `Layout` through `MiMalloc`'s `GlobalAlloc`: sizes from 1 byte to 64 MiB crossed
+//! with alignments from 1 to 2^22, then alignments far beyond, up to the absurd.
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::Pattern;
+use std::alloc::{GlobalAlloc, Layout};
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+/// Small sizes one by one, then every size-class neighbourhood cheap to reach, then large.
+fn sizes() -> Vec<usize> {
+    let mut sizes: Vec<usize> = (1..=256).collect();
+    for p in 9..=26 {
+        let base = 1usize << p;
+        sizes.extend([base - 1, base, base + 1]);
+        sizes.push(base + base / 2 + 3); // odd, between powers of two
+    }
+    sizes.push(64 * MIB);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// Allocates `layout` (plain or zeroed), checks alignment and usable size, writes and reads the
+/// whole block back, frees it. Returns false if mimalloc returned null.
+fn exercise(layout: Layout, zeroed: bool, seed: u8) -> bool {
+    let (size, align) = (layout.size(), layout.align());
+    // SAFETY: every layout used here has a non-zero size.
+    let p = unsafe {
+        if zeroed {
+            MiMalloc.alloc_zeroed(layout)
+        } else {
+            MiMalloc.alloc(layout)
+        }
+    };
+    if p.is_null() {
+        return false;
+    }
+    assert_eq!(
+        p as usize % align,
+        0,
+        "size {size} align {align}: {p:p} misaligned"
+    );
+    // SAFETY: `p` is a live block of `size` bytes from mimalloc.
+    unsafe {
+        assert!(
+            mimalloc::usable_size(p) >= size,
+            "size {size} align {align}: usable size too small"
+        );
+        if zeroed {
+            assert_eq!(
+                mimalloc_tests::first_nonzero(p, size),
+                None,
+                "size {size} align {align}: not zeroed"
+            );
+        }
+        let pattern = Pattern::new(seed);
+        pattern.fill(p, size);
+        pattern.assert_at(p, size, &format!("size {size} align {align}"));
+        MiMalloc.dealloc(p, layout);
+    }
+    true
+}
+
+#[test]
+fn every_size_with_every_alignment_up_to_4_mib() {
+    let mut count = 0;
+    for (i, size) in sizes().into_iter().enumerate() {
+        for shift in 0..=22 {
+            let align = 1usize << shift;
+            // Past 1 MiB blocks, every third alignment keeps the run short; below, all of them.
+            if size > MIB && shift % 3 != 0 && shift < 20 {
+                continue;
+            }
+            let layout = Layout::from_size_align(size, align).unwrap();
+            let zeroed = (i + shift) % 2 == 0;
+            assert!(
+                exercise(layout, zeroed, (i + shift) as u8),
+                "size {size} align {align} returned null"
+            );
+            count += 1;
+        }
+    }
+    assert!(count > 6_000, "the sweep covered only {count} layouts");
+}
+
+/// The rule `MiMalloc` relies on to skip the aligned path (`alloc.rs: is_natural`): a plain
+/// `mi_malloc` block of `size` bytes is aligned to `min(16, size)` rounded down to a power of
+/// two. Checked directly on the C function, for every size up to 4 KiB and a few larger ones.
+#[test]
+fn plain_mi_malloc_is_naturally_aligned() {
+    let mut live = Vec::new();
+    for size in (1..=4096).chain([8191, 65_536 + 8, MIB + 24]) {
+        let natural = if size >= 16 {
+            16
+        } else {
+            1usize << (usize::BITS - 1 - size.leading_zeros())
+        };
+        // Several blocks per size, so that not only the first block of a page is looked at.
+        for _ in 0..4 {
+            // SAFETY: plain C allocation, freed below.
+            let p = unsafe { mimalloc_sys::mi_malloc(size) } as usize;
+            assert_ne!(p, 0);
+            assert_eq!(
+                p % natural,
+                0,
+                "mi_malloc({size}) = {p:#x} is not {natural}-aligned"
+            );
+            live.push(p);
+        }
+    }
+    for p in live {
+        // SAFETY: each pointer came from mi_malloc above and is freed once.
+        unsafe { mimalloc_sys::mi_free(p as *mut _) };
+    }
+}
+
+/// Alignments from 8 MiB to 1 GiB: mimalloc serves them from dedicated OS mappings. Each either
+/// succeeds with an aligned, usable block or returns null; nothing aborts.
+#[test]
+fn huge_alignments_are_aligned_or_null() {
+    let mut served = 0;
+    for shift in 23..=30 {
+        for size in [1, 8, 4 * KIB, MIB + 1] {
+            let layout = Layout::from_size_align(size, 1 << shift).unwrap();
+            if exercise(layout, shift % 2 == 1, shift as u8) {
+                served += 1;
+            }
+        }
+    }
+    // mimalloc serves these on every target we run (3.3.2 and 2.3.2); a regression to null
+    // would be a real loss, so it is asserted.
+    assert_eq!(served, 8 * 4, "some huge-alignment requests returned null");
+}
+
+/// Alignments from 2 GiB up to 2^62 cannot be served in a 47-bit address space, or barely:
+/// mimalloc must return null (or a correct block), never abort or misalign. (On 32-bit targets
+/// no `Layout` has an alignment above 2^30, which `huge_alignments_are_aligned_or_null` covers.)
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn absurd_alignments_are_aligned_or_null() {
+    let max_shift = usize::BITS - 2;
+    let mut null = 0;
+    let mut served = Vec::new();
+    for shift in 31..=max_shift {
+        for size in [1, 4 * KIB] {
+            if let Ok(layout) = Layout::from_size_align(size, 1usize << shift) {
+                if exercise(layout, false, 1) {
+                    served.push(format!("2^{shift}/{size}B"));
+                } else {
+                    null += 1;
+                }
+            }
+        }
+    }
+    println!("absurd alignments served (alignment/size): {served:?}; {null} returned null");
+    // At least the alignments beyond any address space the OS gives out must fail.
+    assert!(
+        null >= 2,
+        "alignments up to 2^{max_shift} never returned null"
+    );
+}
+
+/// On 64-bit targets a size near `isize::MAX` exceeds any address space: null, not an abort.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn impossible_sizes_return_null() {
+    for align in [1, 8, 16, 64, 4096, 1 << 20] {
+        for size in [
+            isize::MAX as usize - align + 1,
+            isize::MAX as usize / 2 + 1,
+            usize::MAX / 4,
+        ] {
+            let layout = match Layout::from_size_align(size, align) {
+                Ok(layout) => layout,
+                Err(_) => continue,
+            };
+            // SAFETY: non-zero size; a non-null result would be freed.
+            unsafe {
+                assert!(MiMalloc.alloc(layout).is_null(), "alloc({size}, {align})");
+                assert!(
+                    MiMalloc.alloc_zeroed(layout).is_null(),
+                    "alloc_zeroed({size}, {align})"
+                );
+            }
+        }
+    }
+}
+
+/// On 32-bit targets the largest `Layout`s (2 GiB) may fit in the 4 GiB address space of a
+/// 32-bit process on a 64-bit kernel: each must be null or a block whose ends are usable.
+#[cfg(target_pointer_width = "32")]
+#[test]
+fn largest_layouts_are_usable_or_null() {
+    for align in [1, 8, 16, 4096, 1 << 20] {
+        let layout = Layout::from_size_align(isize::MAX as usize - align + 1, align).unwrap();
+        // SAFETY: non-zero size; a non-null block is written at both ends and freed.
+        unsafe {
+            let p = MiMalloc.alloc(layout);
+            if p.is_null() {
+                continue;
+            }
+            assert_eq!(p as usize % align, 0);
+            p.write(1);
+            p.add(layout.size() - 1).write(2);
+            assert_eq!((p.read(), p.add(layout.size() - 1).read()), (1, 2));
+            MiMalloc.dealloc(p, layout);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `realloc` keeps the common prefix byte for byte, growing and shrinking, in place and
+//! moving, for plain and over-aligned layouts; a failed `realloc` leaves the block intact.
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::Pattern;
+use std::alloc::{GlobalAlloc, Layout};
+
+#[derive(Default)]
+struct Moves {
+    in_place: usize,
+    moved: usize,
+}
+
+/// Walks one block through `sizes`, checking the prefix and the alignment at every step.
+fn walk(align: usize, sizes: &[usize], seed: u8, moves: &mut Moves) {
+    let mut layout = Layout::from_size_align(sizes[0], align).unwrap();
+    let pattern = Pattern::new(seed);
+    // SAFETY: non-zero sizes; the block is only used through the latest pointer, at most
+    // `layout.size()` bytes, and freed once with its current layout.
+    unsafe {
+        let mut p = MiMalloc.alloc(layout);
+        assert!(!p.is_null());
+        pattern.fill(p, layout.size());
+        for &new_size in &sizes[1..] {
+            let q = MiMalloc.realloc(p, layout, new_size);
+            assert!(
+                !q.is_null(),
+                "realloc {} -> {new_size} (align {align})",
+                layout.size()
+            );
+            assert_eq!(
+                q as usize % align,
+                0,
+                "realloc {} -> {new_size} lost alignment {align}",
+                layout.size()
+            );
+            if q == p {
+                moves.in_place += 1;
+            } else {
+                moves.moved += 1;
+            }
+            let kept = layout.size().min(new_size);
+            pattern.assert_at(
+                q,
+                kept,
+                &format!("realloc {} -> {new_size} (align {align})", layout.size()),
+            );
+            // Refill the whole new block so that the next step checks all of it.
+            pattern.fill(q, new_size);
+            p = q;
+            layout = Layout::from_size_align(new_size, align).unwrap();
+        }
+        MiMalloc.dealloc(p, layout);
+    }
+}
+
+#[test]
+fn grow_and_shrink_keep_contents() {
+    let steps: &[&[usize]] = &[
+        &[
+            1,
+            2,
+            3,
+            8,
+            15,
+            16,
+            17,
+            100,
+            64,
+            1000,
+            999,
+            4096,
+            4097,
+            100_000,
+            3,
+            1 << 20,
+            (1 << 20) + 7,
+            10,
+            8 << 20,
+            64,
+        ],
+        &[200, 150, 120, 100, 90, 80, 200, 400, 800, 1600, 3200, 100],
+        &[(4 << 20) + 1, 4 << 20, 3 << 20, 5 << 20, 1 << 10, 1 << 22],
+    ];
+    let mut moves = Moves::default();
+    for (i, sizes) in steps.iter().enumerate() {
+        for align in [1, 2, 8, 16, 32, 64, 256, 4096, 65_536, 1 << 20] {
+            walk(
+                align,
+                sizes,
+                (i * 16 + align.trailing_zeros() as usize) as u8,
+                &mut moves,
+            );
+        }
+    }
+    // Both of mimalloc's paths were taken: growing within the usable size (or shrinking by
+    // less than half) stays in place, the rest moves.
+    assert!(
+        moves.in_place > 20,
+        "only {} in-place reallocs",
+        moves.in_place
+    );
+    assert!(moves.moved > 20, "only {} moving reallocs", moves.moved);
+}
+
+#[test]
+fn growing_within_usable_size_stays_in_place() {
+    let layout = Layout::from_size_align(100, 8).unwrap();
+    // SAFETY: non-zero size; freed once with the layout of its final size.
+    unsafe {
+        let p = MiMalloc.alloc(layout);
+        let usable = mimalloc::usable_size(p);
+        assert!(usable >= 100);
+        let q = MiMalloc.realloc(p, layout, usable);
+        assert_eq!(
+            q, p,
+            "growing to the usable size ({usable}) moved the block"
+        );
+        MiMalloc.dealloc(q, Layout::from_size_align(usable, 8).unwrap());
+    }
+}
+
+/// A realloc to the largest size a `Layout` allows: impossible on 64-bit targets, where it must
+/// return null and leave the old block intact; possible on 32-bit ones (2 GiB of a 4 GiB
+/// address space), where either outcome must keep the contents.
+#[test]
+fn failed_realloc_leaves_the_block_intact() {
+    for align in [8, 64, 4096] {
+        let layout = Layout::from_size_align(1000, align).unwrap();
+        let pattern = Pattern::new(align as u8);
+        let huge = isize::MAX as usize - 4096;
+        // SAFETY: after a failed realloc the old block is still live and owned by us; after a
+        // successful one only the new block is used, and freed with its layout.
+        unsafe {
+            let p = MiMalloc.alloc(layout);
+            pattern.fill(p, 1000);
+            let q = MiMalloc.realloc(p, layout, huge);
+            if q.is_null() {
+                pattern.assert_at(p, 1000, "block after a failed realloc");
+                MiMalloc.dealloc(p, layout);
+            } else {
+                if cfg!(target_pointer_width = "64") {
+                    panic!("a realloc to {huge} bytes succeeded on a 64-bit target");
+                }
+                pattern.assert_at(q, 1000, "block after a 2 GiB realloc");
+                MiMalloc.dealloc(q, Layout::from_size_align(huge, align).unwrap());
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! `alloc_zeroed` must return zeros even when mimalloc hands back memory that was just dirtied
+//! and freed (its free lists reuse blocks immediately, and a page may be reused for a new size).
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::{first_nonzero, Pattern};
+use std::alloc::{GlobalAlloc, Layout};
+
+/// Enough blocks of `size` to fill several of mimalloc's pages: a page hands out its fresh
+/// blocks before the ones freed into it, so reuse only starts once pages are full.
+fn count_for(size: usize) -> usize {
+    ((4 << 20) / size).clamp(8, 50_000)
+}
+
+fn dirty_then_zeroed(size: usize, align: usize) {
+    let count = count_for(size);
+    let layout = Layout::from_size_align(size, align).unwrap();
+    let mut blocks = Vec::with_capacity(count);
+    for i in 0..count {
+        // SAFETY: non-zero size; each block is filled within its size and freed once below.
+        unsafe {
+            let p = MiMalloc.alloc(layout);
+            assert!(!p.is_null());
+            Pattern::new(0xA5 ^ i as u8).fill(p, size);
+            blocks.push(p as usize);
+        }
+    }
+    for &p in &blocks {
+        // SAFETY: each block is live and freed exactly once.
+        unsafe { MiMalloc.dealloc(p as *mut u8, layout) };
+    }
+    let blocks: std::collections::HashSet<usize> = blocks.into_iter().collect();
+    let mut reused = 0;
+    let mut zeroed = Vec::with_capacity(count);
+    for _ in 0..count {
+        // SAFETY: non-zero size; freed below.
+        let p = unsafe { MiMalloc.alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        assert_eq!(p as usize % align, 0);
+        if blocks.contains(&(p as usize)) {
+            reused += 1;
+        }
+        // SAFETY: `p` is a live block of `size` bytes.
+        if let Some(off) = unsafe { first_nonzero(p, size) } {
+            panic!("alloc_zeroed({size}, align {align}) byte {off} is not zero");
+        }
+        zeroed.push(p);
+    }
+    for p in zeroed {
+        // SAFETY: each block is live and freed once.
+        unsafe { MiMalloc.dealloc(p, layout) };
+    }
+    // The point of the test is reused memory: make sure the small sizes really reused blocks
+    // (large ones may legitimately get fresh, already-zero pages from the OS).
+    if size <= 64 * 1024 {
+        assert!(
+            reused > 0,
+            "size {size} align {align}: no block was reused, the test proved nothing"
+        );
+    }
+}
+
+#[test]
+fn small_plain() {
+    for size in [1, 7, 8, 16, 24, 100, 512, 1000, 4096, 10_000, 65_536] {
+        dirty_then_zeroed(size, 8.min(size.next_power_of_two()));
+    }
+}
+
+#[test]
+fn small_over_aligned() {
+    for (size, align) in [
+        (8, 64),
+        (100, 128),
+        (1000, 4096),
+        (24, 32),
+        (4096, 8192),
+        (60_000, 65_536),
+    ] {
+        dirty_then_zeroed(size, align);
+    }
+}
+
+#[test]
+fn large_plain_and_over_aligned() {
+    for (size, align) in [
+        (1 << 20, 16),
+        ((1 << 20) + 1, 8),
+        (8 << 20, 4096),
+        (3 << 20, 1 << 21),
+    ] {
+        dirty_then_zeroed(size, align);
+    }
+}
+
+/// Zeroed memory also comes from `realloc` of a zeroed block: the bytes past the old size are
+/// not promised by `GlobalAlloc::realloc`, but the old ones must stay zero.
+#[test]
+fn zeroed_growth_keeps_the_zero_prefix() {
+    for (size, align) in [(10, 8), (100, 16), (5000, 64), (1 << 20, 4096)] {
+        let layout = Layout::from_size_align(size, align).unwrap();
+        // SAFETY: non-zero size; the block is grown once and freed with its new layout.
+        unsafe {
+            let p = MiMalloc.alloc_zeroed(layout);
+            assert!(!p.is_null());
+            let q = MiMalloc.realloc(p, layout, size * 3);
+            assert!(!q.is_null());
+            assert_eq!(q as usize % align, 0);
+            assert_eq!(first_nonzero(q, size), None, "size {size} align {align}");
+            MiMalloc.dealloc(q, Layout::from_size_align(size * 3, align).unwrap());
+        }
+    }
+}
