@@ -9,7 +9,7 @@ mod plan;
 #[path = "build/bindings.rs"]
 mod bindings;
 
-use plan::{Decision, Features, Language, Plan, Target};
+use plan::{Decision, Features, Language, OptionDefault, Plan, Target, OPTION_DEFAULT_PREFIX};
 use std::path::{Path, PathBuf};
 
 fn main() {
@@ -29,13 +29,15 @@ fn main() {
     }
 
     let sources = vendored_sources(plan.version);
-    compile(&plan, &sources);
+    let defaults = baked_option_defaults(&target, &sources);
+    compile(&target, &plan, &sources, &defaults);
     link(&plan);
     publish_metadata(&sources);
 
     #[cfg(feature = "bindgen")]
     bindings::generate(
         &sources,
+        plan.version,
         &target.triple,
         &required("CARGO_CFG_TARGET_POINTER_WIDTH"),
         &out_dir(),
@@ -72,6 +74,9 @@ fn target_facts() -> Target {
         families: list("CARGO_CFG_TARGET_FAMILY"),
         has_atomic: list("CARGO_CFG_TARGET_HAS_ATOMIC"),
         features: list("CARGO_CFG_TARGET_FEATURE"),
+        pointer_width: required("CARGO_CFG_TARGET_POINTER_WIDTH")
+            .parse()
+            .expect("cargo sets a numeric pointer width"),
     }
 }
 
@@ -87,7 +92,6 @@ fn features() -> Features {
     }
 }
 
-#[cfg(feature = "bindgen")]
 fn out_dir() -> PathBuf {
     PathBuf::from(required("OUT_DIR"))
 }
@@ -130,16 +134,85 @@ fn vendored_sources(version: plan::Version) -> Sources {
     }
 }
 
+/// The option names `mimalloc.h` declares (`mi_option_<name>` in `mi_option_e`), leaving out
+/// the deprecated ones, the legacy aliases (`= ...`) and the end marker.
+fn option_names(sources: &Sources) -> Vec<String> {
+    let header = sources.include().join("mimalloc.h");
+    let text = std::fs::read_to_string(&header)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", header.display()));
+    let start = text
+        .find("typedef enum mi_option_e")
+        .expect("mimalloc.h declares mi_option_e");
+    let body = &text[start..];
+    let body = &body[..body.find("} mi_option_t;").expect("mi_option_e ends")];
+    body.lines()
+        .filter_map(|line| line.trim().strip_prefix("mi_option_"))
+        .filter_map(|rest| rest.split(',').next())
+        .map(str::trim)
+        .filter(|name| !name.contains(['=', ' ']) && !name.starts_with("deprecated_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Step 2b: option defaults the user bakes in with `MIMALLOC_SYS_DEFAULT_<NAME>=<value>`. Every
+/// such variable must name an option of the vendored version: a typo is a build error. The
+/// list is also written to `OUT_DIR` for `BAKED_OPTION_DEFAULTS`.
+fn baked_option_defaults(target: &Target, sources: &Sources) -> Vec<OptionDefault> {
+    let known = option_names(sources);
+    let mut requested = Vec::new();
+    for name in &known {
+        let variable = format!("{OPTION_DEFAULT_PREFIX}{}", name.to_ascii_uppercase());
+        if let Some(value) = env(&variable) {
+            requested.push((variable, value));
+        }
+    }
+    // A variable with the prefix that names no option is a typo: say so rather than ignore it.
+    for (variable, value) in std::env::vars() {
+        if variable.starts_with(OPTION_DEFAULT_PREFIX)
+            && !requested.iter().any(|(v, _)| *v == variable)
+        {
+            requested.push((variable, value));
+        }
+    }
+    let defaults =
+        plan::option_defaults(target, &known, &requested).unwrap_or_else(|e| panic!("{e}"));
+    let listing: String = defaults
+        .iter()
+        .map(|d| format!("    (\"{}\", {}),\n", d.name, d.value))
+        .collect();
+    let rust = format!(
+        "/// The option defaults baked into this build with `MIMALLOC_SYS_DEFAULT_<NAME>`: (name, value).\n\
+         pub const BAKED_OPTION_DEFAULTS: &[(&str, i64)] = &[\n{listing}];\n"
+    );
+    let path = out_dir().join("baked_option_defaults.rs");
+    std::fs::write(&path, rust).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    defaults
+}
+
 /// Step 3: compile `src/static.c`, which includes every other source file: one translation
-/// unit, so the compiler can inline across mimalloc's internal boundaries.
-fn compile(plan: &Plan, sources: &Sources) {
+/// unit, so the compiler can inline across mimalloc's internal boundaries. With baked option
+/// defaults, a generated file that sets them and then includes `static.c` is compiled instead.
+fn compile(target: &Target, plan: &Plan, sources: &Sources, defaults: &[OptionDefault]) {
     let static_c = sources.src().join("static.c");
     rerun_if_changed(&sources.include());
     rerun_if_changed(&sources.src());
 
+    let unit = if defaults.is_empty() {
+        static_c
+    } else {
+        // Forward slashes: every compiler accepts them in an #include, and they need no escaping.
+        let path = static_c.display().to_string().replace('\\', "/");
+        let generated = out_dir().join("mimalloc_with_defaults.c");
+        std::fs::write(
+            &generated,
+            plan::baked_defaults_source(target, defaults, &path),
+        )
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", generated.display()));
+        generated
+    };
     let mut build = cc::Build::new();
     build
-        .file(&static_c)
+        .file(&unit)
         .include(sources.include())
         .include(sources.src());
     if plan.language == Language::Cxx17 {

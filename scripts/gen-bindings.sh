@@ -28,6 +28,15 @@ for line in sys.stdin:
         print(msg["out_dir"])
 ')
   fresh="$out_dir/bindings.rs"
+  # Every function the bindings declare must exist in the library, or using it fails to link.
+  declared=$(grep -o 'pub fn mi_[a-z0-9_]*' "$fresh" | cut -d' ' -f3 | sort -u)
+  defined=$(nm -g --defined-only "$out_dir/libmimalloc.a" | awk '{print $3}' | sort -u)
+  missing=$(comm -23 <(echo "$declared") <(echo "$defined"))
+  if [ -n "$missing" ]; then
+    echo "bindings $version: declared but not defined by the library: $missing" >&2
+    echo "add them to DECLARED_BUT_UNDEFINED in mimalloc-sys/build/bindings.rs" >&2
+    status=1
+  fi
   committed="mimalloc-sys/src/bindings/$version.rs"
   if [ "$mode" = --check ]; then
     if diff -u "$committed" "$fresh" >"target/bindgen/$version.diff"; then

@@ -10,8 +10,10 @@ fn main() {
         Ok(dir) => dir,
         Err(_) => return,
     };
+    // The headers, for tests that compare the API with them (`tests/options.rs`).
+    println!("cargo:rustc-env=MIMALLOC_TESTS_INCLUDE_DIR={include}");
     cc::Build::new()
         .file("abi/probe.c")
-        .include(include)
+        .include(&include)
         .compile("mimalloc_tests_abi");
 }

@@ -4,15 +4,39 @@
 //! `x86_64-unknown-linux-gnu`, written by `scripts/gen-bindings.sh`; `.ci/run` regenerates them
 //! and fails on any difference, so the committed files cannot drift from the headers.
 
+use super::plan::Version;
 use super::Sources;
 use std::path::Path;
 
 /// The oldest Rust the bindings must compile with: the crate's `rust-version`.
 const MSRV_MINOR: u64 = 63;
 
-/// Writes `bindings.rs` into `out_dir`, generated for `target` (a triple) whose pointers are
-/// `pointer_width` bits wide.
-pub fn generate(sources: &Sources, target: &str, pointer_width: &str, out_dir: &Path) {
+/// Functions the vendored headers declare but the vendored sources never define: a binding to
+/// one of them could only fail at link time, so none is made. `scripts/gen-bindings.sh --check`
+/// verifies that every other binding links.
+fn declared_but_undefined(version: Version) -> &'static [&'static str] {
+    match version {
+        // mimalloc 3.3.2
+        Version::V3 => &[
+            "mi_collect_reduce",
+            "mi_stats_merge",
+            "mi_theap_set_default",
+            "mi_uzalloc_small",
+        ],
+        // mimalloc 2.3.2
+        Version::V2 => &["mi_uzalloc_small"],
+    }
+}
+
+/// Writes `bindings.rs` for mimalloc `version` into `out_dir`, generated for `target` (a triple)
+/// whose pointers are `pointer_width` bits wide.
+pub fn generate(
+    sources: &Sources,
+    version: Version,
+    target: &str,
+    pointer_width: &str,
+    out_dir: &Path,
+) {
     let include = sources.include();
     let headers = ["mimalloc.h", "mimalloc-stats.h"];
     let mut builder = bindgen::Builder::default()
@@ -27,6 +51,7 @@ pub fn generate(sources: &Sources, target: &str, pointer_width: &str, out_dir: &
         .allowlist_function("mi_.*")
         .allowlist_type("mi_.*")
         .allowlist_var("MI_.*")
+        .blocklist_function(declared_but_undefined(version).join("|"))
         // `wchar_t` is 16 bits on Windows and 32 elsewhere: take it from libc, per target.
         .blocklist_type("wchar_t")
         .raw_line("pub use libc::wchar_t;")

@@ -68,3 +68,6 @@ mod bindings {
 
 #[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
 pub use bindings::*;
+
+#[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
+include!(concat!(env!("OUT_DIR"), "/baked_option_defaults.rs"));

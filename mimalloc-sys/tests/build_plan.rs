@@ -160,6 +160,11 @@ fn target(triple: &str) -> Target {
         families: split(family),
         has_atomic: split(atomics),
         features: split(features),
+        pointer_width: if matches!(arch, "x86_64" | "aarch64") {
+            64
+        } else {
+            32
+        },
     }
 }
 
@@ -508,4 +513,98 @@ fn build_code_never_uses_host_cfg() {
             }
         }
     }
+}
+
+fn known_options() -> Vec<String> {
+    ["purge_delay", "max_warnings", "arena_reserve"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn request(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn option_defaults_are_checked_and_sorted() {
+    let linux = target("x86_64-unknown-linux-gnu");
+    let defaults = plan::option_defaults(
+        &linux,
+        &known_options(),
+        &request(&[
+            ("MIMALLOC_SYS_DEFAULT_PURGE_DELAY", "0"),
+            ("MIMALLOC_SYS_DEFAULT_ARENA_RESERVE", " 65536 "),
+        ]),
+    )
+    .unwrap();
+    let got: Vec<(&str, i64)> = defaults
+        .iter()
+        .map(|d| (d.name.as_str(), d.value))
+        .collect();
+    assert_eq!(got, [("arena_reserve", 65536), ("purge_delay", 0)]);
+
+    let typo = plan::option_defaults(
+        &linux,
+        &known_options(),
+        &request(&[("MIMALLOC_SYS_DEFAULT_PURGE_DELAX", "0")]),
+    );
+    assert!(typo.unwrap_err().contains("no option `purge_delax`"));
+    let not_a_number = plan::option_defaults(
+        &linux,
+        &known_options(),
+        &request(&[("MIMALLOC_SYS_DEFAULT_PURGE_DELAY", "1s")]),
+    );
+    assert!(not_a_number.unwrap_err().contains("must be an integer"));
+}
+
+#[test]
+fn option_defaults_fit_cs_long_on_the_target() {
+    let big = request(&[("MIMALLOC_SYS_DEFAULT_ARENA_RESERVE", "4294967296")]);
+    assert!(
+        plan::option_defaults(&target("x86_64-unknown-linux-gnu"), &known_options(), &big).is_ok()
+    );
+    for triple in [
+        "x86_64-pc-windows-msvc",
+        "x86_64-pc-windows-gnu",
+        "i686-unknown-linux-gnu",
+    ] {
+        let err = plan::option_defaults(&target(triple), &known_options(), &big).unwrap_err();
+        assert!(err.contains("32-bit `long`"), "{triple}: {err}");
+    }
+}
+
+#[test]
+fn baked_defaults_run_before_mimalloc_starts() {
+    let defaults = [plan::OptionDefault {
+        name: "purge_delay".into(),
+        value: 0,
+    }];
+    let gnu = plan::baked_defaults_source(
+        &target("x86_64-unknown-linux-gnu"),
+        &defaults,
+        "/v/src/static.c",
+    );
+    assert!(gnu.contains("mi_option_set_default(mi_option_purge_delay, 0L);"));
+    assert!(gnu.contains("__attribute__((constructor(101)))"));
+    // Ours is defined first, so it runs first among same-priority constructors.
+    assert!(
+        gnu.find("constructor(101)").unwrap() < gnu.find("#include \"/v/src/static.c\"").unwrap()
+    );
+
+    let msvc = plan::baked_defaults_source(
+        &target("x86_64-pc-windows-msvc"),
+        &defaults,
+        "C:/v/src/static.c",
+    );
+    assert!(
+        !msvc.contains("__attribute__"),
+        "MSVC has no constructor attribute"
+    );
+    // TLS callbacks run in section order; mimalloc's is in .CRT$XLB.
+    assert!(msvc.contains(".CRT$XLAB") && msvc.contains("/INCLUDE:_tls_used"));
+    assert!(msvc.trim_end().ends_with("#include \"C:/v/src/static.c\""));
 }

@@ -81,3 +81,29 @@ pub fn is_in_heap_region<T: ?Sized>(ptr: *const T) -> bool {
     // SAFETY: mimalloc only looks `ptr` up in its page (v3) or segment (v2) map.
     unsafe { ffi::mi_is_in_heap_region(ptr.cast::<c_void>()) }
 }
+
+/// The size mimalloc would actually give a request of `size` bytes: its size class
+/// (`mi_good_size`). Asking for it up front wastes nothing.
+///
+/// ```
+/// let good = mimalloc::good_size(100);
+/// assert!(good >= 100);
+/// assert_eq!(mimalloc::good_size(good), good);
+/// ```
+pub fn good_size(size: usize) -> usize {
+    // SAFETY: `mi_good_size` has no preconditions.
+    unsafe { ffi::mi_good_size(size) }
+}
+
+/// Returns memory that is no longer used to the OS where mimalloc can (`mi_collect`); `force`
+/// also collects what other threads freed and what is only lazily reclaimed. Useful after a
+/// phase that freed a large working set, or before measuring.
+///
+/// ```
+/// drop(vec![0u8; 10 << 20]);
+/// mimalloc::collect(true);
+/// ```
+pub fn collect(force: bool) {
+    // SAFETY: `mi_collect` has no preconditions.
+    unsafe { ffi::mi_collect(force) }
+}

@@ -2,7 +2,14 @@
 //! this repository.
 //!
 //! - [`MiMalloc`] is a `GlobalAlloc`; [`assign_global!`] installs it in one line.
-//! - [`version`], [`usable_size`], [`is_in_heap_region`] ask mimalloc about itself and its blocks.
+//! - [`Heap`]: an owned heap, an allocator for collections (`allocator-api2` feature), freed at
+//!   once when dropped.
+//! - [`Arena`]: reserved or caller-owned memory; an exclusive arena with a heap in it is a hard
+//!   memory budget.
+//! - [`stats`], [`stats_print`], [`stats_json`], [`process_info`]: what mimalloc and the OS say
+//!   about memory use.
+//! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
+//! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
 //!
 //! # Adopting it in a product
 //!
@@ -20,9 +27,14 @@
 //! # fn main() {}
 //! ```
 //!
-//! The cargo features of this crate choose how mimalloc is compiled (`v2`, `secure`, `debug`,
-//! `override`, `no_thp`, `local_dynamic_tls`); the workspace README has the table with the cost
-//! of each.
+//! # Cargo features
+//!
+//! Build-time choices (`v2`, `secure`, `debug`, `override`, `no_thp`, `local_dynamic_tls`,
+//! `bindgen`) are forwarded to `mimalloc-sys`; the workspace README has the table with the cost
+//! of each. API additions: `std` (`std::io` output, `std::error::Error`), `allocator-api2`
+//! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
+//! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
+//! makes the two traits one).
 //!
 //! # Targets without an operating system
 //!
@@ -31,7 +43,13 @@
 //! product that uses mimalloc only through the macro keeps building for those targets.
 
 #![no_std]
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
+
+// The `alloc` crate, renamed: `alloc` is the module of `MiMalloc`.
+extern crate alloc as rust_alloc;
+#[cfg(feature = "std")]
+extern crate std;
 
 mod macros;
 
@@ -47,8 +65,27 @@ macro_rules! where_mimalloc_runs {
 
 where_mimalloc_runs! {
     mod alloc;
+    #[cfg(any(feature = "allocator-api2", feature = "nightly"))]
+    mod allocator_api;
+    mod arena;
+    mod error;
+    mod heap;
     mod info;
+    mod options;
+    mod output;
+    mod process;
+    mod stats;
 
     pub use crate::alloc::MiMalloc;
-    pub use crate::info::{is_in_heap_region, usable_size, version, Version};
+    pub use crate::arena::{Arena, ArenaError, Sharing};
+    pub use crate::error::AllocError;
+    pub use crate::heap::Heap;
+    pub use crate::info::{collect, good_size, is_in_heap_region, usable_size, version, Version};
+    pub use crate::options::{MiOption, OptionKind, OptionValue};
+    pub use crate::process::{process_info, ProcessInfo};
+    pub use crate::stats::{stats, stats_json, stats_merge, stats_print, Count, Stats};
+    #[cfg(feature = "v2")]
+    pub use crate::stats::stats_reset;
+    #[cfg(feature = "std")]
+    pub use crate::stats::stats_print_io;
 }

@@ -6,6 +6,11 @@
 
 use std::process::{Command, Output};
 
+/// The README's Rust examples, run as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
 /// The period of [`Pattern`]: a prime, so that a block copied to the wrong offset, or two
 /// blocks swapped, never still matches.
 const PERIOD: usize = 251;
@@ -114,6 +119,19 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
         at += n;
     }
     None
+}
+
+/// The resident set size of this process, from `/proc/self/statm` on Linux when not emulated
+/// (under qemu-user it would be qemu's), `None` elsewhere.
+pub fn resident_bytes() -> Option<usize> {
+    if !cfg!(target_os = "linux") || emulator().is_some() {
+        return None;
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * page_size as usize)
 }
 
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets

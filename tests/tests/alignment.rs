@@ -120,18 +120,24 @@ fn plain_mi_malloc_is_naturally_aligned() {
 /// succeeds with an aligned, usable block or returns null; nothing aborts.
 #[test]
 fn huge_alignments_are_aligned_or_null() {
-    let mut served = 0;
+    // A 64-bit address space always has room for these. A 32-bit one (4 GiB, shared with the
+    // other tests running at the same time) may be too fragmented for a 512 MiB or 1 GiB
+    // aligned block, so there only the smaller ones must succeed.
+    let must_serve_up_to = if cfg!(target_pointer_width = "64") {
+        30
+    } else {
+        28
+    };
     for shift in 23..=30 {
         for size in [1, 8, 4 * KIB, MIB + 1] {
             let layout = Layout::from_size_align(size, 1 << shift).unwrap();
-            if exercise(layout, shift % 2 == 1, shift as u8) {
-                served += 1;
-            }
+            let served = exercise(layout, shift % 2 == 1, shift as u8);
+            assert!(
+                served || shift > must_serve_up_to,
+                "size {size} align 2^{shift} returned null"
+            );
         }
     }
-    // mimalloc serves these on every target we run (3.3.2 and 2.3.2); a regression to null
-    // would be a real loss, so it is asserted.
-    assert_eq!(served, 8 * 4, "some huge-alignment requests returned null");
 }
 
 /// Alignments from 2 GiB up to 2^62 cannot be served in a 47-bit address space, or barely:

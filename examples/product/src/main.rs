@@ -41,6 +41,9 @@ fn report_allocator(top: &[(&str, usize)]) {
     // Ask mimalloc whether it owns the memory the program just used.
     let owned = mimalloc::is_in_heap_region(top.as_ptr());
     println!("allocator: mimalloc {} (the result vector is in mimalloc's memory: {owned})", mimalloc::version());
+    let mut table = String::new();
+    mimalloc::stats_print(&mut table).expect("writing to a String cannot fail");
+    println!("mimalloc's statistics:\n{table}");
 }
 
 #[cfg(not(feature = "mimalloc"))]

@@ -708,7 +708,6 @@ extern "C" {
         block_size: *mut usize,
     ) -> *mut libc::c_void;
     pub fn mi_umalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
-    pub fn mi_uzalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
     pub fn mi_heap_new() -> *mut mi_heap_t;
     pub fn mi_heap_delete(heap: *mut mi_heap_t);
     pub fn mi_heap_destroy(heap: *mut mi_heap_t);

@@ -830,7 +830,6 @@ extern "C" {
         block_size: *mut usize,
     ) -> *mut libc::c_void;
     pub fn mi_umalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
-    pub fn mi_uzalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
     pub fn mi_heap_new() -> *mut mi_heap_t;
     pub fn mi_heap_delete(heap: *mut mi_heap_t);
     pub fn mi_heap_destroy(heap: *mut mi_heap_t);
@@ -1090,7 +1089,6 @@ extern "C" {
         arg: *mut libc::c_void,
     ) -> bool;
     pub fn mi_heap_theap(heap: *mut mi_heap_t) -> *mut mi_theap_t;
-    pub fn mi_theap_set_default(theap: *mut mi_theap_t) -> *mut mi_theap_t;
     pub fn mi_theap_get_default() -> *mut mi_theap_t;
     pub fn mi_theap_collect(theap: *mut mi_theap_t, force: bool);
     pub fn mi_theap_malloc(theap: *mut mi_theap_t, size: usize) -> *mut libc::c_void;
@@ -1168,9 +1166,7 @@ extern "C" {
         max_secs: f64,
         pages_reserved: *mut usize,
     ) -> libc::c_int;
-    pub fn mi_collect_reduce(target_thread_owned: usize);
     pub fn mi_stats_reset();
-    pub fn mi_stats_merge();
     pub fn mi_stats_print(out: *mut libc::c_void);
     pub fn mi_stats_print_out(out: mi_output_fun, arg: *mut libc::c_void);
     pub fn mi_option_is_enabled(option: mi_option_t) -> bool;

@@ -1,0 +1,332 @@
+//! `Heap`: an owned mimalloc heap, usable as an allocator for collections.
+
+use crate::alloc::is_natural;
+use crate::{AllocError, Arena};
+use core::alloc::Layout;
+use core::ffi::c_void;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use mimalloc_sys as ffi;
+
+/// An owned mimalloc heap (`mi_heap_new`): a separate set of pages that allocations can be
+/// directed to, and that can be freed all at once.
+///
+/// - Dropping a `Heap` destroys it (`mi_heap_destroy`): every block still allocated in it is
+///   freed at once, which is why a collection that allocates in a heap borrows it and cannot
+///   outlive it.
+/// - [`Heap::delete`] instead moves the blocks still alive to the default heap
+///   (`mi_heap_delete`), where they stay valid until freed.
+/// - With the `allocator-api2` feature, `&Heap` implements `allocator_api2::alloc::Allocator`,
+///   so `allocator_api2::vec::Vec::new_in(&heap)` and `hashbrown::HashMap::new_in(&heap)` work
+///   on stable Rust; with the `nightly` feature it implements `core::alloc::Allocator`.
+///
+/// # Threads
+///
+/// The rules are mimalloc's, enforced by the type system:
+///
+/// - mimalloc 3 (default): heaps are first-class. Any thread may allocate from and free to a
+///   heap, so `Heap` is `Send + Sync`.
+/// - mimalloc 2 (the `v2` feature): a heap allocates only on the thread that created it, so
+///   `Heap` is neither `Send` nor `Sync`. Its blocks may still be freed on any thread.
+///
+#[cfg_attr(not(feature = "v2"), doc = "```")]
+#[cfg_attr(feature = "v2", doc = "```compile_fail")]
+/// // Compiles with mimalloc 3, is rejected with the `v2` feature.
+/// fn shared_between_threads<T: Send + Sync>() {}
+/// shared_between_threads::<mimalloc::Heap>();
+/// ```
+///
+/// # Collections in a heap
+///
+/// With the `allocator-api2` feature, any collection generic over an allocator can live in a
+/// heap, and it borrows the heap:
+///
+#[cfg_attr(feature = "allocator-api2", doc = "```")]
+#[cfg_attr(not(feature = "allocator-api2"), doc = "```ignore")]
+/// let heap = mimalloc::Heap::new();
+/// let mut v = allocator_api2::vec::Vec::new_in(&heap);
+/// v.extend_from_slice(&[1u32, 2, 3]);
+/// assert!(heap.contains(v.as_ptr()));
+/// ```
+///
+/// so it cannot outlive the heap, which would free its memory under it:
+///
+#[cfg_attr(feature = "allocator-api2", doc = "```compile_fail,E0597")]
+#[cfg_attr(not(feature = "allocator-api2"), doc = "```ignore")]
+/// let v;
+/// {
+///     let heap = mimalloc::Heap::new();
+///     v = allocator_api2::vec::Vec::<u8, _>::new_in(&heap);
+/// } // error[E0597]: `heap` does not live long enough
+/// drop(v);
+/// ```
+///
+/// nor can the heap be dropped (or deleted) while the collection is alive:
+///
+#[cfg_attr(feature = "allocator-api2", doc = "```compile_fail,E0505")]
+#[cfg_attr(not(feature = "allocator-api2"), doc = "```ignore")]
+/// let heap = mimalloc::Heap::new();
+/// let v = allocator_api2::vec::Vec::<u8, _>::new_in(&heap);
+/// drop(heap); // error[E0505]: cannot move out of `heap` because it is borrowed
+/// drop(v);
+/// ```
+///
+/// # Example
+///
+/// ```
+/// use core::alloc::Layout;
+/// use mimalloc::Heap;
+///
+/// let heap = Heap::new();
+/// let layout = Layout::from_size_align(1000, 64).unwrap();
+/// let block = heap.allocate(layout).expect("memory");
+/// assert_eq!(block.as_ptr() as usize % 64, 0);
+/// assert!(heap.contains(block.as_ptr()));
+/// // SAFETY: `block` came from this heap with `layout` and is freed once.
+/// unsafe { heap.deallocate(block, layout) };
+/// drop(heap); // frees whatever the heap still holds
+/// ```
+pub struct Heap {
+    raw: NonNull<ffi::mi_heap_t>,
+    /// mimalloc 2 heaps belong to the thread that created them.
+    #[cfg(feature = "v2")]
+    _thread_bound: PhantomData<*mut ()>,
+    #[cfg(not(feature = "v2"))]
+    _owned: PhantomData<ffi::mi_heap_t>,
+}
+
+// SAFETY: mimalloc 3 heaps are first-class: `mi_heap_malloc` and friends may be called on the
+// same heap from any number of threads at once (each thread allocates through its own
+// thread-local part of the heap), and blocks may be freed from any thread.
+#[cfg(not(feature = "v2"))]
+unsafe impl Send for Heap {}
+// SAFETY: as for `Send`; every method takes `&self` and mimalloc synchronises internally.
+#[cfg(not(feature = "v2"))]
+unsafe impl Sync for Heap {}
+
+/// What `handle_alloc_error` reports when mimalloc cannot create a heap: the metadata of a heap
+/// is about one OS page (its exact size is internal to mimalloc).
+const HEAP_METADATA: Layout = Layout::new::<[u8; 4096]>();
+
+impl Heap {
+    /// Creates a heap; if mimalloc cannot, calls [`handle_alloc_error`] (like `Box::new`).
+    ///
+    /// [`handle_alloc_error`]: rust_alloc::alloc::handle_alloc_error
+    ///
+    /// ```
+    /// let heap = mimalloc::Heap::new();
+    /// # drop(heap);
+    /// ```
+    pub fn new() -> Heap {
+        Heap::try_new().unwrap_or_else(|_| rust_alloc::alloc::handle_alloc_error(HEAP_METADATA))
+    }
+
+    /// Creates a heap, or returns an error if mimalloc cannot.
+    ///
+    /// ```
+    /// let heap = mimalloc::Heap::try_new()?;
+    /// # drop(heap);
+    /// # Ok::<(), mimalloc::AllocError>(())
+    /// ```
+    pub fn try_new() -> Result<Heap, AllocError> {
+        // SAFETY: `mi_heap_new` has no preconditions; it returns null when out of memory.
+        Heap::from_raw(unsafe { ffi::mi_heap_new() })
+    }
+
+    /// Creates a heap that allocates only inside `arena` (`mi_heap_new_in_arena`). With an
+    /// exclusive arena this is a hard memory budget: when the arena is full, allocations in
+    /// this heap fail instead of asking the OS for more. See [`Arena`] for an example.
+    pub fn try_new_in(arena: &Arena) -> Result<Heap, AllocError> {
+        // SAFETY: the id comes from a successful reservation; arenas are never released.
+        Heap::from_raw(unsafe { ffi::mi_heap_new_in_arena(arena.id()) })
+    }
+
+    fn from_raw(raw: *mut ffi::mi_heap_t) -> Result<Heap, AllocError> {
+        let raw = NonNull::new(raw).ok_or(AllocError)?;
+        Ok(Heap {
+            raw,
+            #[cfg(feature = "v2")]
+            _thread_bound: PhantomData,
+            #[cfg(not(feature = "v2"))]
+            _owned: PhantomData,
+        })
+    }
+
+    /// The underlying `mi_heap_t`, for calling `mimalloc_sys` directly. It stays owned by this
+    /// `Heap`: do not delete or destroy it.
+    pub fn as_ptr(&self) -> *mut ffi::mi_heap_t {
+        self.raw.as_ptr()
+    }
+
+    /// Allocates a block for `layout` in this heap. A zero-sized layout gets a real (minimal)
+    /// block, which must be deallocated like any other.
+    ///
+    /// ```
+    /// # use core::alloc::Layout;
+    /// let heap = mimalloc::Heap::new();
+    /// let layout = Layout::new::<[u64; 8]>();
+    /// let p = heap.allocate(layout)?;
+    /// // SAFETY: `p` is a live block from this heap, allocated with `layout`.
+    /// unsafe { heap.deallocate(p, layout) };
+    /// # Ok::<(), mimalloc::AllocError>(())
+    /// ```
+    #[inline]
+    pub fn allocate(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let (heap, size, align) = (self.as_ptr(), layout.size(), layout.align());
+        let p = if is_natural(align, size) {
+            // SAFETY: `heap` is live for the duration of `&self`; null means failure.
+            unsafe { ffi::mi_heap_malloc(heap, size) }
+        } else {
+            // SAFETY: as above; `align` is a power of two (a `Layout` invariant).
+            unsafe { ffi::mi_heap_malloc_aligned(heap, size, align) }
+        };
+        NonNull::new(p.cast()).ok_or(AllocError)
+    }
+
+    /// Like [`Heap::allocate`], with the block's bytes set to zero.
+    ///
+    /// ```
+    /// # use core::alloc::Layout;
+    /// let heap = mimalloc::Heap::new();
+    /// let layout = Layout::new::<[u8; 100]>();
+    /// let p = heap.allocate_zeroed(layout)?;
+    /// // SAFETY: the block is live and 100 bytes long.
+    /// assert!(unsafe { core::slice::from_raw_parts(p.as_ptr(), 100) }.iter().all(|&b| b == 0));
+    /// # unsafe { heap.deallocate(p, layout) };
+    /// # Ok::<(), mimalloc::AllocError>(())
+    /// ```
+    #[inline]
+    pub fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let (heap, size, align) = (self.as_ptr(), layout.size(), layout.align());
+        let p = if is_natural(align, size) {
+            // SAFETY: as in `allocate`.
+            unsafe { ffi::mi_heap_zalloc(heap, size) }
+        } else {
+            // SAFETY: as in `allocate`.
+            unsafe { ffi::mi_heap_zalloc_aligned(heap, size, align) }
+        };
+        NonNull::new(p.cast()).ok_or(AllocError)
+    }
+
+    /// Frees a block. Any thread may free a block of any heap; this method exists for symmetry
+    /// with [`Heap::allocate`] and checks the layout in debug builds.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live block allocated by mimalloc (in this or any heap) with `layout`, and
+    /// must not be used afterwards.
+    #[inline]
+    pub unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        debug_assert_eq!(ptr.as_ptr() as usize % layout.align(), 0, "deallocate: layout mismatch");
+        // SAFETY: the caller guarantees a live mimalloc block, freed once.
+        unsafe { ffi::mi_free(ptr.as_ptr().cast::<c_void>()) }
+    }
+
+    /// Resizes a block to `new_size` bytes keeping `layout.align()`, in place when mimalloc can,
+    /// otherwise by moving it into this heap. The first `min(layout.size(), new_size)` bytes are
+    /// kept. On failure the old block is left untouched.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live block allocated by mimalloc with `layout`; after success only the
+    /// returned pointer may be used (with a layout of `new_size` and the same alignment).
+    #[inline]
+    pub unsafe fn reallocate(&self, ptr: NonNull<u8>, layout: Layout, new_size: usize) -> Result<NonNull<u8>, AllocError> {
+        let (heap, p, align) = (self.as_ptr(), ptr.as_ptr().cast::<c_void>(), layout.align());
+        let q = if is_natural(align, new_size) {
+            // SAFETY: `p` is a live mimalloc block (caller contract); a plain block of
+            // `new_size` bytes is naturally aligned to `align`.
+            unsafe { ffi::mi_heap_realloc(heap, p, new_size) }
+        } else {
+            // SAFETY: as above; `align` is a power of two.
+            unsafe { ffi::mi_heap_realloc_aligned(heap, p, new_size, align) }
+        };
+        NonNull::new(q.cast()).ok_or(AllocError)
+    }
+
+    /// Whether `ptr` points into a block of this heap. Any pointer may be asked about.
+    ///
+    /// ```
+    /// # use core::alloc::Layout;
+    /// let (a, b) = (mimalloc::Heap::new(), mimalloc::Heap::new());
+    /// let p = a.allocate(Layout::new::<u64>())?;
+    /// assert!(a.contains(p.as_ptr()));
+    /// assert!(!b.contains(p.as_ptr()));
+    /// assert!(!a.contains(&0u8));
+    /// # unsafe { a.deallocate(p, Layout::new::<u64>()) };
+    /// # Ok::<(), mimalloc::AllocError>(())
+    /// ```
+    pub fn contains<T: ?Sized>(&self, ptr: *const T) -> bool {
+        let p = ptr.cast::<c_void>();
+        #[cfg(not(feature = "v2"))]
+        {
+            // SAFETY: mimalloc 3 looks `p` up in its page map; any address is fine.
+            unsafe { ffi::mi_heap_contains(self.as_ptr(), p) }
+        }
+        #[cfg(feature = "v2")]
+        {
+            // SAFETY: `mi_heap_contains_block` reads the segment header of `p`, which exists
+            // only for pointers into mimalloc's memory: ask the segment map first.
+            unsafe { ffi::mi_is_in_heap_region(p) && ffi::mi_heap_contains_block(self.as_ptr(), p) }
+        }
+    }
+
+    /// Returns unused memory of this heap to mimalloc and, where possible, to the OS
+    /// (`mi_heap_collect`); `force` also frees what other threads freed into it.
+    pub fn collect(&self, force: bool) {
+        // SAFETY: the heap is live; collecting has no other precondition.
+        unsafe { ffi::mi_heap_collect(self.as_ptr(), force) }
+    }
+
+    /// Deletes the heap but keeps its blocks: those still allocated move to the default heap
+    /// and stay valid until freed (`mi_heap_delete`). Collections that allocate in the heap
+    /// borrow it, so none is alive here; this is for raw blocks from [`Heap::allocate`].
+    ///
+    /// ```
+    /// # use core::alloc::Layout;
+    /// let heap = mimalloc::Heap::new();
+    /// let layout = Layout::new::<[u8; 64]>();
+    /// let p = heap.allocate(layout)?;
+    /// heap.delete();
+    /// // SAFETY: the block survived the heap and is freed once, with the global allocator.
+    /// unsafe {
+    ///     p.as_ptr().write_bytes(7, 64);
+    ///     std::alloc::GlobalAlloc::dealloc(&mimalloc::MiMalloc, p.as_ptr(), layout);
+    /// }
+    /// # Ok::<(), mimalloc::AllocError>(())
+    /// ```
+    ///
+    /// mimalloc 3.3.2 has a bug here: freeing such a block crashes if its page came straight
+    /// from the OS instead of an arena, which happens only when arenas are disabled
+    /// (`MIMALLOC_ARENA_RESERVE=0` or `MIMALLOC_DISALLOW_ARENA_ALLOC=1`). With the default
+    /// options every page comes from an arena. `tests/tests/upstream_bugs.rs` watches for it.
+    pub fn delete(self) {
+        let raw = self.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: `self` is consumed, so nothing can use the heap after it is deleted.
+        unsafe { ffi::mi_heap_delete(raw) }
+    }
+}
+
+impl Drop for Heap {
+    /// Destroys the heap and frees every block still allocated in it (`mi_heap_destroy`).
+    fn drop(&mut self) {
+        // SAFETY: dropping needs `&mut self`, so no `&Heap` is alive: no collection allocating
+        // in this heap can still exist (they borrow it), and raw blocks from `allocate` are
+        // documented to die with it.
+        unsafe { ffi::mi_heap_destroy(self.as_ptr()) }
+    }
+}
+
+impl Default for Heap {
+    fn default() -> Heap {
+        Heap::new()
+    }
+}
+
+impl fmt::Debug for Heap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Heap").field(&self.raw).finish()
+    }
+}

@@ -1,0 +1,227 @@
+//! Statistics: a typed snapshot of mimalloc's counters, and its own printout.
+
+use crate::output::with_output;
+use core::fmt;
+use core::mem::MaybeUninit;
+use mimalloc_sys as ffi;
+
+/// A counter with a current value, the highest it reached, and the running total of increases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Count {
+    /// The value now.
+    pub current: i64,
+    /// The highest value so far.
+    pub peak: i64,
+    /// The sum of every increase so far.
+    pub total: i64,
+}
+
+impl From<ffi::mi_stat_count_t> for Count {
+    fn from(c: ffi::mi_stat_count_t) -> Count {
+        Count {
+            current: c.current,
+            peak: c.peak,
+            total: c.total,
+        }
+    }
+}
+
+/// A snapshot of mimalloc's statistics (`mi_stats_get`): the counters of all heaps, for the
+/// whole process, merged at the time of the call.
+///
+/// Memory counters are in bytes. mimalloc always counts what it takes from and gives back to
+/// the OS; counting every allocation costs time on every `malloc`, so the per-block counters
+/// are only kept when mimalloc is built with statistics (the `debug` feature): without it,
+/// [`Stats::allocated`] is `None`. For live bytes in a release build, use the `Tracking`
+/// allocator.
+///
+/// ```
+/// mimalloc::assign_global!();
+///
+/// fn main() {
+///     let big = vec![1u8; 64 << 20];
+///     let now = mimalloc::stats();
+///     assert!(now.committed.current >= 64 << 20);
+///     assert!(now.reserved.current >= now.committed.current);
+///     drop(big);
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Address space reserved from the OS.
+    pub reserved: Count,
+    /// Memory committed (backed by RAM or swap) from the OS.
+    pub committed: Count,
+    /// The committed part of mimalloc's pages.
+    pub page_committed: Count,
+    /// mimalloc pages (the unit of allocation of one block size).
+    pub pages: Count,
+    /// Threads that have used mimalloc.
+    pub threads: Count,
+    /// Heaps (mimalloc 3 only).
+    pub heaps: Option<Count>,
+    /// Bytes in live blocks, including their rounding up to a size class; `None` unless
+    /// mimalloc counts every block (the `debug` feature).
+    pub allocated: Option<Count>,
+    /// Arenas reserved so far.
+    pub arenas: i64,
+    /// Calls to the OS to map memory.
+    pub mmap_calls: i64,
+    /// Calls to the OS to commit memory.
+    pub commit_calls: i64,
+    /// Calls to the OS to return memory (decommit or reset).
+    pub purge_calls: i64,
+    /// Bytes returned to the OS so far.
+    pub purged: i64,
+}
+
+/// Whether mimalloc counts every block: `MI_STAT` follows `MI_DEBUG`, which only the `debug`
+/// feature turns on.
+const COUNTS_BLOCKS: bool = cfg!(feature = "debug");
+
+impl Stats {
+    fn from_raw(raw: &ffi::mi_stats_t) -> Stats {
+        let mut allocated = Count::from(raw.malloc_normal);
+        let huge = Count::from(raw.malloc_huge);
+        allocated.current += huge.current;
+        allocated.peak += huge.peak; // an upper bound: the two peaks need not coincide
+        allocated.total += huge.total;
+        Stats {
+            reserved: raw.reserved.into(),
+            committed: raw.committed.into(),
+            page_committed: raw.page_committed.into(),
+            pages: raw.pages.into(),
+            threads: raw.threads.into(),
+            #[cfg(not(feature = "v2"))]
+            heaps: Some(raw.heaps.into()),
+            #[cfg(feature = "v2")]
+            heaps: None,
+            allocated: if COUNTS_BLOCKS { Some(allocated) } else { None },
+            arenas: raw.arena_count.total,
+            mmap_calls: raw.mmap_calls.total,
+            commit_calls: raw.commit_calls.total,
+            purge_calls: raw.purge_calls.total,
+            purged: raw.purged.total,
+        }
+    }
+}
+
+/// A `mi_stats_t` with its header filled in, as `mi_stats_get` requires.
+fn empty_raw() -> ffi::mi_stats_t {
+    let mut raw = MaybeUninit::<ffi::mi_stats_t>::zeroed();
+    // SAFETY: `mi_stats_t` consists of integers only, for which all-zero bytes are valid.
+    let mut raw = unsafe { raw.as_mut_ptr().read() };
+    raw.size = core::mem::size_of::<ffi::mi_stats_t>();
+    raw.version = ffi::MI_STAT_VERSION as usize;
+    raw
+}
+
+/// Reads mimalloc's process-wide statistics (`mi_stats_get`). See [`Stats`].
+pub fn stats() -> Stats {
+    let mut raw = empty_raw();
+    // SAFETY: `raw` is a valid, writable `mi_stats_t` whose header names its size and version.
+    let filled = unsafe { ffi::mi_stats_get(&mut raw) };
+    // The header always matches: the struct comes from the same vendored header as the library.
+    debug_assert!(filled, "mi_stats_get rejected the stats header");
+    Stats::from_raw(&raw)
+}
+
+/// Writes mimalloc's statistics table (`mi_stats_print_out`) to `out`: the same text as
+/// `MIMALLOC_SHOW_STATS=1` prints at exit, sent to the writer instead of stderr, so it never
+/// interleaves with other output.
+///
+/// ```
+/// mimalloc::assign_global!();
+///
+/// fn main() {
+///     let data = vec![0u8; 1 << 20]; // mimalloc has reserved memory now
+///     let mut text = String::new();
+///     mimalloc::stats_print(&mut text).unwrap();
+///     assert!(text.contains("reserved"), "{text}");
+///     # drop(data);
+/// }
+/// ```
+pub fn stats_print(out: &mut dyn fmt::Write) -> fmt::Result {
+    // SAFETY: `with_output` passes a valid callback and its argument; mimalloc calls it
+    // synchronously, before returning.
+    with_output(out, |callback, arg| unsafe { ffi::mi_stats_print_out(callback, arg) })
+}
+
+/// [`stats_print`] to an `std::io::Write`, e.g. a file or a locked stdout.
+///
+/// ```
+/// mimalloc::stats_print_io(&mut std::io::stderr().lock()).unwrap();
+/// ```
+#[cfg(feature = "std")]
+pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Result<()> {
+    let mut adapter = crate::output::IoWriter { inner: out, error: None };
+    match stats_print(&mut adapter) {
+        Ok(()) => Ok(()),
+        Err(fmt::Error) => Err(adapter
+            .error
+            .take()
+            .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::Other, "formatting failed"))),
+    }
+}
+
+/// mimalloc's statistics as a JSON document (`mi_stats_get_json`), for a metrics endpoint.
+///
+/// ```
+/// let json = mimalloc::stats_json();
+/// assert!(json.starts_with('{') && json.contains("\"reserved\""));
+/// ```
+pub fn stats_json() -> rust_alloc::string::String {
+    // SAFETY: with a null buffer mimalloc allocates the text with `mi_malloc` (or returns null
+    // when out of memory); we copy it and free it with `mi_free`.
+    unsafe {
+        let text = ffi::mi_stats_get_json(0, core::ptr::null_mut());
+        if text.is_null() {
+            rust_alloc::alloc::handle_alloc_error(core::alloc::Layout::new::<[u8; 4096]>());
+        }
+        let bytes = crate::output::c_str_bytes(text);
+        let json = rust_alloc::string::String::from_utf8_lossy(bytes).into_owned();
+        ffi::mi_free(text.cast());
+        json
+    }
+}
+
+/// Resets the statistics counters to zero (`mi_stats_reset`, mimalloc 2 only).
+///
+/// mimalloc 3.3.2 keeps `mi_stats_reset` as a deprecated function that no longer resets
+/// anything, so with mimalloc 3 this function does not exist rather than silently do nothing:
+/// compare two [`stats`] snapshots instead.
+///
+/// ```
+/// mimalloc::stats_reset();
+/// assert_eq!(mimalloc::stats().mmap_calls, 0);
+/// ```
+#[cfg(feature = "v2")]
+pub fn stats_reset() {
+    // SAFETY: no preconditions.
+    unsafe { ffi::mi_stats_reset() }
+}
+
+/// Merges the calling thread's statistics into the process-wide ones now, rather than when the
+/// thread exits or collects.
+///
+/// mimalloc 2 has `mi_stats_merge` for this. mimalloc 3.3.2 declares it but does not define
+/// it; there the thread's counters are merged by `mi_thread_stats_print_out`, whose output this
+/// function discards.
+///
+/// ```
+/// mimalloc::stats_merge();
+/// ```
+pub fn stats_merge() {
+    #[cfg(feature = "v2")]
+    // SAFETY: no preconditions.
+    unsafe {
+        ffi::mi_stats_merge()
+    }
+    #[cfg(not(feature = "v2"))]
+    // SAFETY: the callback ignores its arguments, so any argument is fine.
+    unsafe {
+        ffi::mi_thread_stats_print_out(Some(crate::output::discard), core::ptr::null_mut())
+    }
+}
+

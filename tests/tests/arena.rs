@@ -1,0 +1,187 @@
+//! Arenas: reserved and caller-owned memory, exclusive arenas as hard memory budgets, and a
+//! process-wide limit through options.
+
+mimalloc::assign_global!();
+
+use core::alloc::Layout;
+use core::mem::MaybeUninit;
+use mimalloc::{Arena, ArenaError, Heap, Sharing};
+use mimalloc_tests::{is_child, run_child, Pattern};
+
+const MIB: usize = 1 << 20;
+
+/// Fills a heap with `chunk`-sized blocks until it refuses; returns the blocks.
+fn fill(heap: &Heap, chunk: Layout) -> Vec<core::ptr::NonNull<u8>> {
+    let mut blocks = Vec::new();
+    while let Ok(p) = heap.allocate(chunk) {
+        blocks.push(p);
+        assert!(blocks.len() < 100_000, "the budget never ran out");
+    }
+    blocks
+}
+
+#[test]
+fn exclusive_arena_is_a_hard_budget() {
+    let arena = Arena::reserve(64 * MIB, Sharing::Exclusive).unwrap();
+    let (start, size) = arena.area();
+    assert!(size >= 64 * MIB && !start.is_null());
+    let budget = Heap::try_new_in(&arena).unwrap();
+
+    for chunk in [
+        Layout::from_size_align(MIB, 8).unwrap(),
+        Layout::from_size_align(1000, 8).unwrap(),
+    ] {
+        let blocks = fill(&budget, chunk);
+        let used = blocks.len() * chunk.size();
+        println!(
+            "{}-byte blocks: {} fit, {} MiB of a {} MiB arena",
+            chunk.size(),
+            blocks.len(),
+            used >> 20,
+            size >> 20
+        );
+        assert!(used <= size, "the budget was exceeded: {used} > {size}");
+        assert!(
+            used >= size / 2,
+            "only {used} of {size} bytes could be used"
+        );
+        assert!(
+            blocks.iter().all(|p| arena.contains(p.as_ptr())),
+            "a block came from outside the arena"
+        );
+
+        // The program goes on: more than the arena fails, through every API...
+        assert!(budget
+            .allocate(Layout::from_size_align(128 * MIB, 8).unwrap())
+            .is_err());
+        assert!(allocator_api2::alloc::Allocator::allocate(&&budget, chunk).is_err());
+        let mut v = allocator_api2::vec::Vec::<u8, _>::new_in(&budget);
+        assert!(v.try_reserve(8 * MIB).is_err());
+        // ...while the global allocator is unaffected...
+        let elsewhere = vec![0u8; 8 * MIB];
+        assert!(!arena.contains(elsewhere.as_ptr()));
+        // ...and freeing makes room again.
+        for p in blocks {
+            // SAFETY: every block came from `budget` with `chunk` and is freed once.
+            unsafe { budget.deallocate(p, chunk) };
+        }
+        let again = budget.allocate(chunk).unwrap();
+        // SAFETY: as above.
+        unsafe { budget.deallocate(again, chunk) };
+    }
+}
+
+/// mimalloc 3 only: with mimalloc 2.3.2 the memory stays unusable by later heaps (a canary in
+/// `upstream_bugs.rs` watches that).
+#[cfg(not(feature = "v2"))]
+#[test]
+fn a_heap_dropped_gives_its_budget_to_the_next() {
+    let arena = Arena::reserve(64 * MIB, Sharing::Exclusive).unwrap();
+    let chunk = Layout::from_size_align(4 * MIB, 8).unwrap();
+    let first = Heap::try_new_in(&arena).unwrap();
+    let count = fill(&first, chunk).len();
+    drop(first); // destroyed with every block in it
+    let second = Heap::try_new_in(&arena).unwrap();
+    assert_eq!(
+        fill(&second, chunk).len(),
+        count,
+        "the arena was not fully reusable"
+    );
+}
+
+const REGION_SIZE: usize = 72 * MIB;
+static mut REGION: [MaybeUninit<u8>; REGION_SIZE] = [MaybeUninit::uninit(); REGION_SIZE];
+
+#[test]
+fn caller_owned_region() {
+    // SAFETY: this test is the only user of REGION, and runs once.
+    let region: &'static mut [MaybeUninit<u8>] = unsafe { &mut *std::ptr::addr_of_mut!(REGION) };
+    let (base, len) = (region.as_ptr() as usize, region.len());
+    let arena = Arena::manage(region, Sharing::Exclusive).unwrap();
+    let (start, size) = arena.area();
+    assert!(
+        start as usize >= base && start as usize + size <= base + len,
+        "the arena is not inside the region"
+    );
+
+    let heap = Heap::try_new_in(&arena).unwrap();
+    let layout = Layout::from_size_align(100_000, 64).unwrap();
+    let blocks: Vec<_> = (0..100)
+        .map(|i| {
+            let p = heap.allocate(layout).unwrap();
+            assert!(arena.contains(p.as_ptr()));
+            // SAFETY: a live block of `layout.size()` bytes.
+            unsafe { Pattern::new(i as u8).fill(p.as_ptr(), layout.size()) };
+            (p, i as u8)
+        })
+        .collect();
+    for (p, seed) in blocks {
+        // SAFETY: each block is live and freed once.
+        unsafe {
+            Pattern::new(seed).assert_at(p.as_ptr(), layout.size(), "block in a managed region");
+            heap.deallocate(p, layout);
+        }
+    }
+}
+
+#[test]
+fn a_region_too_small_is_refused() {
+    let region: &'static mut [MaybeUninit<u8>] = Vec::leak(vec![MaybeUninit::uninit(); MIB]);
+    assert_eq!(
+        Arena::manage(region, Sharing::Shared),
+        Err(ArenaError::Refused)
+    );
+}
+
+#[test]
+fn an_impossible_reservation_is_an_os_error() {
+    match Arena::reserve(usize::MAX / 2, Sharing::Exclusive) {
+        Err(ArenaError::Os(errno)) => assert!(errno > 0),
+        other => panic!("reserving half the address space: {other:?}"),
+    }
+}
+
+/// A process-wide limit from options alone: reserve an arena at start-up, no implicit arenas,
+/// and no memory from the OS outside arenas. Run in a child process, since it caps the whole
+/// process.
+#[test]
+fn child_process_wide_limit_through_options() {
+    if is_child() {
+        let mut total = 0usize;
+        let mut kept = Vec::new();
+        loop {
+            let mut v: Vec<u8> = Vec::new();
+            if v.try_reserve_exact(MIB).is_err() {
+                break;
+            }
+            v.resize(MIB, 1);
+            kept.push(v);
+            total += MIB;
+            assert!(total <= 1024 * MIB, "the limit never came");
+        }
+        println!("LIMIT REACHED at {} MiB", total >> 20);
+        return;
+    }
+    let out = run_child(
+        "child_process_wide_limit_through_options",
+        &[
+            ("MIMALLOC_RESERVE_OS_MEMORY", "96MiB"),
+            ("MIMALLOC_ARENA_RESERVE", "0"),
+            ("MIMALLOC_DISALLOW_OS_ALLOC", "1"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reached: usize = stdout
+        .split("LIMIT REACHED at ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no limit line in: {stdout}"));
+    println!("process-wide limit: allocations stopped at {reached} MiB of a 96 MiB arena");
+    assert!((32..=96).contains(&reached), "stopped at {reached} MiB");
+}
