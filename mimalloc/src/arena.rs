@@ -107,7 +107,9 @@ impl Arena {
     /// mimalloc uses the region for the rest of the process, so it must be `'static`; its start
     /// is aligned up to mimalloc's arena alignment and the rest must still hold one arena block
     /// (on 64-bit targets: 32 MiB, aligned to 32 MiB with mimalloc 2, so 64 MiB always
-    /// suffice). mimalloc never decommits or resets caller memory.
+    /// suffice). mimalloc 3 never decommits or resets caller memory; mimalloc 2 may, as it does
+    /// its own, so with `v2` the region must be memory the OS manages in pages (a static
+    /// buffer, a large leaked allocation, or a mapping).
     ///
     /// ```
     /// use core::mem::MaybeUninit;
@@ -122,15 +124,15 @@ impl Arena {
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
         let exclusive = sharing == Sharing::Exclusive;
         // SAFETY: the region is valid for reads and writes for the rest of the process and
-        // nothing else can reach it (`&'static mut`); it is accessible (committed), must not be
-        // decommitted by mimalloc (pinned: it is not mimalloc's to give back), and its contents
-        // are unknown (not zero). `id` is a valid place for the new id.
+        // nothing else can reach it (`&'static mut`); it is accessible (committed), described
+        // per version (`PINNED`), and its contents are unknown (not zero). `id` is a valid place
+        // for the new id.
         let ok = unsafe {
             ffi::mi_manage_os_memory_ex(
                 region.as_mut_ptr().cast::<c_void>(),
                 region.len(),
                 true,
-                true,
+                PINNED,
                 false,
                 -1,
                 exclusive,
@@ -163,6 +165,13 @@ impl Arena {
         p >= start && p - start < size
     }
 }
+
+/// How the caller's region is described to mimalloc. mimalloc 3's parameter is `is_pinned`:
+/// the memory must not be decommitted or reset, as befits memory mimalloc does not own.
+/// mimalloc 2's parameter at that place is `is_large` (large OS pages, which implies pinned),
+/// which regular memory is not; claiming it breaks the guard pages of `secure` builds. So with
+/// mimalloc 2 the region may be reset (`madvise`) or decommitted in parts, like mimalloc's own.
+const PINNED: bool = cfg!(not(feature = "v2"));
 
 impl fmt::Debug for Arena {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,8 +5,7 @@ use mimalloc_sys as ffi;
 
 /// Time and memory of the whole process, as a benchmark or a service's metrics endpoint wants
 /// them (`mi_process_info`). Memory figures are in bytes. Where mimalloc does not read a figure
-/// from the OS it reports its own view: mimalloc 2 on Linux gives its committed memory as the
-/// current RSS (which, with eagerly committed arenas, can exceed the real one).
+/// from the OS it reports its own view (see [`ProcessInfo::current_rss`]).
 ///
 /// ```
 /// let info = mimalloc::process_info();
@@ -22,7 +21,8 @@ pub struct ProcessInfo {
     pub user_time: Duration,
     /// CPU time spent in the kernel.
     pub system_time: Duration,
-    /// Resident set size now.
+    /// Resident set size now, where the OS reports it (Windows, macOS). On Linux and the BSDs
+    /// mimalloc has no such figure and reports its committed memory instead.
     pub current_rss: usize,
     /// The largest resident set size so far.
     pub peak_rss: usize,

@@ -51,7 +51,10 @@ impl From<ffi::mi_stat_count_t> for Count {
 pub struct Stats {
     /// Address space reserved from the OS.
     pub reserved: Count,
-    /// Memory committed (backed by RAM or swap) from the OS.
+    /// Memory committed from the OS. On systems that overcommit (Linux) mimalloc commits its
+    /// arenas eagerly and gives memory back by purging it, which makes it non-resident without
+    /// uncommitting it: there this stays high while the resident set shrinks; [`Stats::purged`]
+    /// and the RSS show memory going back.
     pub committed: Count,
     /// The committed part of mimalloc's pages.
     pub page_committed: Count,
@@ -72,7 +75,7 @@ pub struct Stats {
     pub commit_calls: i64,
     /// Calls to the OS to return memory (decommit or reset).
     pub purge_calls: i64,
-    /// Bytes returned to the OS so far.
+    /// Bytes returned to the OS so far (decommitted or reset).
     pub purged: i64,
 }
 

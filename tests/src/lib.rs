@@ -121,10 +121,17 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
     None
 }
 
-/// The resident set size of this process, from `/proc/self/statm` on Linux when not emulated
-/// (under qemu-user it would be qemu's), `None` elsewhere.
+/// The resident set size of this process: from `/proc/self/statm` on Linux, from the OS
+/// through mimalloc on Windows and macOS (which report it; mimalloc's figure on Linux is its
+/// commit). `None` under an emulator (qemu-user's would be qemu's, Wine's is made up).
 pub fn resident_bytes() -> Option<usize> {
-    if !cfg!(target_os = "linux") || emulator().is_some() {
+    if emulator().is_some() {
+        return None;
+    }
+    if cfg!(any(windows, target_os = "macos")) {
+        return Some(mimalloc::process_info().current_rss);
+    }
+    if !cfg!(target_os = "linux") {
         return None;
     }
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
