@@ -23,6 +23,10 @@ fn main() {
             println!("cargo:warning={why}");
             return;
         }
+        Decision::Refuse(why) => {
+            eprintln!("error: {why}");
+            std::process::exit(1);
+        }
     };
     for warning in &plan.warnings {
         println!("cargo:warning={warning}");
@@ -72,6 +76,7 @@ fn target_facts() -> Target {
         families: list("CARGO_CFG_TARGET_FAMILY"),
         has_atomic: list("CARGO_CFG_TARGET_HAS_ATOMIC"),
         features: list("CARGO_CFG_TARGET_FEATURE"),
+        sanitizers: list("CARGO_CFG_SANITIZE"),
     }
 }
 
@@ -84,6 +89,10 @@ fn features() -> Features {
         override_malloc: on("OVERRIDE"),
         no_thp: on("NO_THP"),
         local_dynamic_tls: on("LOCAL_DYNAMIC_TLS"),
+        asan: on("ASAN"),
+        tsan: on("TSAN"),
+        valgrind: on("VALGRIND"),
+        guarded: on("GUARDED"),
     }
 }
 

@@ -25,6 +25,9 @@ pub struct Target {
     pub has_atomic: Vec<String>,
     /// `CARGO_CFG_TARGET_FEATURE`, split on commas (`crt-static`, `sse2`, ...).
     pub features: Vec<String>,
+    /// `CARGO_CFG_SANITIZE`, split on commas: the sanitizers the Rust side is compiled with
+    /// (nightly `-Zsanitizer=address`, ...); empty on stable.
+    pub sanitizers: Vec<String>,
 }
 
 impl Target {
@@ -44,6 +47,9 @@ impl Target {
     fn is_elf_unix(&self) -> bool {
         self.is("unix") && !self.is_apple() && self.os != "haiku" && self.arch != "wasm32"
     }
+    fn sanitized_with(&self, sanitizer: &str) -> bool {
+        self.sanitizers.iter().any(|s| s == sanitizer)
+    }
 }
 
 /// The cargo features of `mimalloc-sys` that change the C build.
@@ -55,6 +61,10 @@ pub struct Features {
     pub override_malloc: bool,
     pub no_thp: bool,
     pub local_dynamic_tls: bool,
+    pub asan: bool,
+    pub tsan: bool,
+    pub valgrind: bool,
+    pub guarded: bool,
 }
 
 /// Which mimalloc release to build.
@@ -115,6 +125,9 @@ pub enum Decision {
     Build(Plan),
     /// mimalloc cannot run on this target; compile nothing and say why.
     Skip(String),
+    /// The features asked for cannot be built (for this target, or together): fail the build
+    /// with this message rather than produce a library that does not do what was asked.
+    Refuse(String),
 }
 
 /// Decides how to build mimalloc for `target` with `features` (`release`: `PROFILE=release`).
@@ -128,6 +141,10 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
              mimalloc::assign_global!() installs nothing, and the system allocator stays in charge",
             target.triple
         ));
+    }
+
+    if let Some(why) = refusal(target, features) {
+        return Decision::Refuse(why);
     }
 
     let version = if features.v2 {
@@ -181,6 +198,34 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
             "MI_SECURE",
             Some("4"),
             "`secure` feature: guard pages, encoded free lists, double-free checks",
+        );
+    }
+    if features.asan {
+        define(
+            "MI_TRACK_ASAN",
+            Some("1"),
+            "`asan` feature: poison freed blocks and padding so ASan sees mimalloc's blocks",
+        );
+    }
+    if features.tsan {
+        define(
+            "MI_TSAN",
+            Some("1"),
+            "`tsan` feature: mimalloc's own ThreadSanitizer adjustments (as its CMake option)",
+        );
+    }
+    if features.valgrind {
+        define(
+            "MI_TRACK_VALGRIND",
+            Some("1"),
+            "`valgrind` feature: describe every block to memcheck with client requests",
+        );
+    }
+    if features.guarded {
+        define(
+            "MI_GUARDED",
+            Some("1"),
+            "`guarded` feature: a sample of blocks is followed by a guard page",
         );
     }
     if features.override_malloc && !target.is_windows() {
@@ -243,6 +288,20 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         ));
     }
 
+    if features.asan {
+        // The runtime comes from rustc's `-Zsanitizer=address` (checked in `refusal`), which
+        // links it into the final binary; the C side only needs the instrumentation.
+        if target.is_msvc() {
+            plan.flags.push("/fsanitize=address");
+        } else {
+            plan.flags.push("-fsanitize=address");
+            plan.flags_if_supported.push("-fno-omit-frame-pointer");
+        }
+    }
+    if features.tsan {
+        plan.flags.push("-fsanitize=thread");
+    }
+
     if target.is_msvc() {
         // cl.exe and clang-cl compile `.c` files as C unless told otherwise.
         plan.flags.push("/TP");
@@ -282,4 +341,48 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     }
 
     Decision::Build(plan)
+}
+
+/// Why `features` cannot be built for `target`, if they cannot.
+fn refusal(target: &Target, features: &Features) -> Option<String> {
+    let tools = [
+        ("asan", features.asan),
+        ("tsan", features.tsan),
+        ("valgrind", features.valgrind),
+    ];
+    let chosen: Vec<&str> = tools.iter().filter(|t| t.1).map(|t| t.0).collect();
+    if chosen.len() > 1 {
+        return Some(format!(
+            "the features {} cannot be combined: each memory tool tracks mimalloc's blocks its own \
+             way (and the sanitizers' runtimes exclude each other); pick one",
+            chosen.join(" and ")
+        ));
+    }
+    // Instrumented C code calls into the sanitizer runtime, which only rustc's `-Zsanitizer`
+    // links in: without it the link fails with hundreds of undefined `__asan_*` symbols.
+    for (feature, on, sanitizer) in [
+        ("asan", features.asan, "address"),
+        ("tsan", features.tsan, "thread"),
+    ] {
+        if on && !target.sanitized_with(sanitizer) {
+            return Some(format!(
+                "the `{feature}` feature instruments mimalloc's C code for the {sanitizer} \
+                 sanitizer, so the Rust side must be instrumented too (which also links the \
+                 runtime): build with a nightly toolchain, RUSTFLAGS=\"-Zsanitizer={sanitizer}\" \
+                 and an explicit --target {}",
+                target.triple
+            ));
+        }
+    }
+    if features.tsan && target.is_msvc() {
+        return Some("the `tsan` feature: MSVC has no ThreadSanitizer".to_string());
+    }
+    if features.valgrind && !(target.os == "linux" || target.is_apple() || target.os == "freebsd") {
+        return Some(format!(
+            "the `valgrind` feature needs Valgrind's headers and a Valgrind for {} (it runs on \
+             Linux, macOS and FreeBSD)",
+            target.triple
+        ));
+    }
+    None
 }
