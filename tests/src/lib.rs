@@ -4,6 +4,11 @@
 //! `scripts/cross-test.sh`, under Wine, qemu-user and as 32-bit binaries, so everything here
 //! must also build with the MSRV (Rust 1.63).
 
+pub mod model;
+pub mod rng;
+pub mod stats;
+pub mod stress;
+
 use std::process::{Command, Output};
 
 /// The period of [`Pattern`]: a prime, so that a block copied to the wrong offset, or two
@@ -122,6 +127,31 @@ pub fn emulator() -> Option<String> {
     std::env::var("MIMALLOC_TESTS_EMULATOR")
         .ok()
         .filter(|e| !e.is_empty() && e != "native")
+}
+
+/// The memory tool this build runs under (`asan`, `tsan` or `valgrind` feature), if any.
+pub fn memory_tool() -> Option<&'static str> {
+    if cfg!(feature = "asan") {
+        Some("AddressSanitizer")
+    } else if cfg!(feature = "tsan") {
+        Some("ThreadSanitizer")
+    } else if cfg!(feature = "valgrind") {
+        Some("Valgrind")
+    } else {
+        None
+    }
+}
+
+/// Why requests for absurd amounts of address space (alignments of 2^31 and up) must not be
+/// made here, if they must not: Wine and qemu-user reserve or emulate such ranges for real, and
+/// so do the sanitizer runtimes and Valgrind, which then run for minutes or get killed.
+pub fn no_huge_reservations() -> Option<String> {
+    if let Some(tool) = memory_tool() {
+        return Some(format!(
+            "{tool} does not model huge address-space reservations"
+        ));
+    }
+    emulator().map(|e| format!("{e} does not model huge address-space reservations"))
 }
 
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
