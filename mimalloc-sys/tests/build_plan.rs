@@ -571,14 +571,20 @@ fn memory_tools_are_one_at_a_time() {
     assert!(why.contains("asan and valgrind"), "{why}");
 }
 
+/// MI_GUARDED crashes in realloc with both vendored versions: refused, saying why.
 #[test]
-fn guarded_pages() {
-    let guarded = Features {
-        guarded: true,
-        ..Features::default()
-    };
-    let plan = build(&target("x86_64-unknown-linux-gnu"), guarded);
-    assert_eq!(value(&plan, "MI_GUARDED"), Some(Some("1")));
+fn guarded_pages_are_refused_while_realloc_crashes() {
+    for v2 in [false, true] {
+        let why = refusal(
+            &target("x86_64-unknown-linux-gnu"),
+            Features {
+                guarded: true,
+                v2,
+                ..Features::default()
+            },
+        );
+        assert!(why.contains("guard page"), "{why}");
+    }
     assert_eq!(
         value(&default_plan("x86_64-unknown-linux-gnu"), "MI_GUARDED"),
         None

@@ -177,6 +177,82 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
     cmd.output().expect("the test binary can be run again")
 }
 
+/// What a child process did: its exit status (`None`: it was still running at the deadline and
+/// was killed) and everything it printed.
+#[derive(Debug)]
+pub struct ChildRun {
+    /// How it ended, unless it had to be killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its standard output, lossily decoded.
+    pub stdout: String,
+    /// Its standard error, lossily decoded.
+    pub stderr: String,
+}
+
+impl ChildRun {
+    /// Whether it exited by itself with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.status.map_or(false, |s| s.success())
+    }
+    /// Whether it was killed at the deadline.
+    pub fn hung(&self) -> bool {
+        self.status.is_none()
+    }
+}
+
+/// As [`run_child`], but a child still running after `timeout` is killed: for misuse whose
+/// outcome may be an endless loop (a free list that became a cycle).
+pub fn run_child_with_timeout(
+    test: &str,
+    env: &[(&str, &str)],
+    timeout: std::time::Duration,
+) -> ChildRun {
+    use std::io::Read;
+    use std::process::Stdio;
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MIMALLOC_TESTS_CHILD", "1")
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the test binary can be run again");
+    // Read both pipes while waiting, so that a chatty child cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.read_to_end(&mut buf);
+        buf
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    ChildRun {
+        status,
+        stdout: text(out_reader.join().unwrap()),
+        stderr: text(err_reader.join().unwrap()),
+    }
+}
+
 /// Whether this process is the child started by [`run_child`].
 pub fn is_child() -> bool {
     std::env::var_os("MIMALLOC_TESTS_CHILD").is_some()

@@ -65,22 +65,51 @@ pub fn collect(force: bool) {
     unsafe { ffi::mi_collect(force) }
 }
 
-/// The process's committed memory as mimalloc measures it (`mi_process_info`), in bytes.
-pub fn process_commit() -> usize {
-    let mut info = [0usize; 8];
-    let [elapsed, user, system, rss, peak_rss, commit, peak_commit, faults] = &mut info;
+/// `mi_process_info`: (resident set, committed memory), in bytes.
+fn process_info() -> (usize, usize) {
+    let (mut elapsed, mut user, mut system, mut rss, mut peak_rss) = (0, 0, 0, 0, 0);
+    let (mut commit, mut peak_commit, mut faults) = (0, 0, 0);
     // SAFETY: every out-pointer is a valid, distinct `usize` for the duration of the call.
     unsafe {
         ffi::mi_process_info(
-            elapsed,
-            user,
-            system,
-            rss,
-            peak_rss,
-            commit,
-            peak_commit,
-            faults,
+            &mut elapsed,
+            &mut user,
+            &mut system,
+            &mut rss,
+            &mut peak_rss,
+            &mut commit,
+            &mut peak_commit,
+            &mut faults,
         )
     };
-    info[5]
+    (rss, commit)
+}
+
+/// The process's committed memory as mimalloc measures it (`mi_process_info`), in bytes.
+pub fn process_commit() -> usize {
+    process_info().1
+}
+
+/// The memory the OS really holds for the process (resident set), where it can be measured:
+/// `/proc/self/statm` on Linux and Android, the working set on Windows. (mimalloc's own
+/// `current_rss` is its committed figure on Linux, which purged memory still counts in: it
+/// purges with `MADV_DONTNEED` unless memory is decommitted, as `secure` builds do.)
+pub fn resident_bytes() -> Option<usize> {
+    if cfg!(windows) {
+        return Some(process_info().0);
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_size())
+}
+
+#[cfg(unix)]
+fn page_size() -> usize {
+    // SAFETY: `sysconf` has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+#[cfg(not(unix))]
+fn page_size() -> usize {
+    4096
 }

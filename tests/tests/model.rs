@@ -10,7 +10,6 @@ fn limits() -> Limits {
     let mut limits = Limits::for_target();
     if mimalloc_tests::no_huge_reservations().is_some() {
         limits.absurd_alignments = false;
-
     }
     limits
 }
