@@ -108,18 +108,24 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
             "reported: {reported}, survived: {survived}"
         );
     } else if V2 {
-        assert!(
-            !survived,
-            "mimalloc 2 without `secure` survived a foreign free"
-        );
+        // Unchecked, the outcome depends on what the OS maps there: a crash on Linux.
+        if cfg!(target_os = "linux") {
+            assert!(
+                !survived,
+                "mimalloc 2 without `secure` survived a foreign free"
+            );
+        }
     } else {
         assert_eq!(reported, DEBUG, "error message expected: {DEBUG}");
-        assert_eq!(
-            survived,
-            SECURE || DEBUG,
-            "survival expected: {}",
-            SECURE || DEBUG
-        );
+        if SECURE || DEBUG {
+            assert!(survived, "the checks did not keep the child alive");
+        } else if cfg!(target_os = "linux") {
+            // Elsewhere (Windows: the page map reads as empty there) it may be ignored.
+            assert!(
+                !survived,
+                "a default build survived a foreign free on Linux"
+            );
+        }
     }
 }
 
