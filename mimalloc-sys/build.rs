@@ -23,6 +23,10 @@ fn main() {
             println!("cargo:warning={why}");
             return;
         }
+        Decision::Refuse(why) => {
+            eprintln!("error: {why}");
+            std::process::exit(1);
+        }
     };
     for warning in &plan.warnings {
         println!("cargo:warning={warning}");
@@ -77,6 +81,7 @@ fn target_facts() -> Target {
         pointer_width: required("CARGO_CFG_TARGET_POINTER_WIDTH")
             .parse()
             .expect("cargo sets a numeric pointer width"),
+        sanitizers: list("CARGO_CFG_SANITIZE"),
     }
 }
 
@@ -89,6 +94,10 @@ fn features() -> Features {
         override_malloc: on("OVERRIDE"),
         no_thp: on("NO_THP"),
         local_dynamic_tls: on("LOCAL_DYNAMIC_TLS"),
+        asan: on("ASAN"),
+        tsan: on("TSAN"),
+        valgrind: on("VALGRIND"),
+        guarded: on("GUARDED"),
     }
 }
 

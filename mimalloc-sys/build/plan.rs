@@ -27,6 +27,9 @@ pub struct Target {
     pub features: Vec<String>,
     /// `CARGO_CFG_TARGET_POINTER_WIDTH`: 16, 32 or 64.
     pub pointer_width: u32,
+    /// `CARGO_CFG_SANITIZE`, split on commas: the sanitizers the Rust side is compiled with
+    /// (nightly `-Zsanitizer=address`, ...); empty on stable.
+    pub sanitizers: Vec<String>,
 }
 
 impl Target {
@@ -46,6 +49,9 @@ impl Target {
     fn is_elf_unix(&self) -> bool {
         self.is("unix") && !self.is_apple() && self.os != "haiku" && self.arch != "wasm32"
     }
+    fn sanitized_with(&self, sanitizer: &str) -> bool {
+        self.sanitizers.iter().any(|s| s == sanitizer)
+    }
 }
 
 /// The cargo features of `mimalloc-sys` that change the C build.
@@ -57,6 +63,10 @@ pub struct Features {
     pub override_malloc: bool,
     pub no_thp: bool,
     pub local_dynamic_tls: bool,
+    pub asan: bool,
+    pub tsan: bool,
+    pub valgrind: bool,
+    pub guarded: bool,
 }
 
 /// Which mimalloc release to build.
@@ -117,6 +127,9 @@ pub enum Decision {
     Build(Plan),
     /// mimalloc cannot run on this target; compile nothing and say why.
     Skip(String),
+    /// The features asked for cannot be built (for this target, or together): fail the build
+    /// with this message rather than produce a library that does not do what was asked.
+    Refuse(String),
 }
 
 /// Decides how to build mimalloc for `target` with `features` (`release`: `PROFILE=release`).
@@ -130,6 +143,10 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
              mimalloc::assign_global!() installs nothing, and the system allocator stays in charge",
             target.triple
         ));
+    }
+
+    if let Some(why) = refusal(target, features) {
+        return Decision::Refuse(why);
     }
 
     let version = if features.v2 {
@@ -183,6 +200,34 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
             "MI_SECURE",
             Some("4"),
             "`secure` feature: guard pages, encoded free lists, double-free checks",
+        );
+    }
+    if features.asan {
+        define(
+            "MI_TRACK_ASAN",
+            Some("1"),
+            "`asan` feature: poison freed blocks and padding so ASan sees mimalloc's blocks",
+        );
+    }
+    if features.tsan {
+        define(
+            "MI_TSAN",
+            Some("1"),
+            "`tsan` feature: mimalloc's own ThreadSanitizer adjustments (as its CMake option)",
+        );
+    }
+    if features.valgrind {
+        define(
+            "MI_TRACK_VALGRIND",
+            Some("1"),
+            "`valgrind` feature: describe every block to memcheck with client requests",
+        );
+    }
+    if features.guarded {
+        define(
+            "MI_GUARDED",
+            Some("1"),
+            "`guarded` feature: a sample of blocks is followed by a guard page",
         );
     }
     if features.override_malloc && !target.is_windows() {
@@ -243,6 +288,20 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
             "the `no_thp` feature has no effect on {}: transparent huge pages are a Linux feature",
             target.triple
         ));
+    }
+
+    if features.asan {
+        // The runtime comes from rustc's `-Zsanitizer=address` (checked in `refusal`), which
+        // links it into the final binary; the C side only needs the instrumentation.
+        if target.is_msvc() {
+            plan.flags.push("/fsanitize=address");
+        } else {
+            plan.flags.push("-fsanitize=address");
+            plan.flags_if_supported.push("-fno-omit-frame-pointer");
+        }
+    }
+    if features.tsan {
+        plan.flags.push("-fsanitize=thread");
     }
 
     if target.is_msvc() {
@@ -393,4 +452,61 @@ pub fn baked_defaults_source(
          {hook}\
          #include \"{static_c}\"\n"
     )
+}
+
+/// Why `features` cannot be built for `target`, if they cannot.
+fn refusal(target: &Target, features: &Features) -> Option<String> {
+    let tools = [
+        ("asan", features.asan),
+        ("tsan", features.tsan),
+        ("valgrind", features.valgrind),
+    ];
+    let chosen: Vec<&str> = tools.iter().filter(|t| t.1).map(|t| t.0).collect();
+    if chosen.len() > 1 {
+        return Some(format!(
+            "the features {} cannot be combined: each memory tool tracks mimalloc's blocks its own \
+             way (and the sanitizers' runtimes exclude each other); pick one",
+            chosen.join(" and ")
+        ));
+    }
+    // Instrumented C code calls into the sanitizer runtime, which only rustc's `-Zsanitizer`
+    // links in: without it the link fails with hundreds of undefined `__asan_*` symbols.
+    for (feature, on, sanitizer) in [
+        ("asan", features.asan, "address"),
+        ("tsan", features.tsan, "thread"),
+    ] {
+        if on && !target.sanitized_with(sanitizer) {
+            return Some(format!(
+                "the `{feature}` feature instruments mimalloc's C code for the {sanitizer} \
+                 sanitizer, so the Rust side must be instrumented too (which also links the \
+                 runtime): build with a nightly toolchain, RUSTFLAGS=\"-Zsanitizer={sanitizer}\" \
+                 and an explicit --target {}",
+                target.triple
+            ));
+        }
+    }
+    if features.tsan && target.is_msvc() {
+        return Some("the `tsan` feature: MSVC has no ThreadSanitizer".to_string());
+    }
+    if features.guarded {
+        // Found by this workspace's model and ffi tests (MIMALLOC_GUARDED_SAMPLE_RATE=10 makes it
+        // quick): `mi_realloc` of a guarded block copies the usable size of the block that
+        // holds it, not the object's size, so the copy runs from the object into its guard
+        // page and the program dies (3.3.2: `_mi_theap_realloc_zero`; 2.3.2:
+        // `mi_heap_realloc_zero_aligned_at`). Every `Vec` growth is a realloc.
+        return Some(
+            "the `guarded` feature is refused: with mimalloc 3.3.2 and 2.3.2 a realloc of a \
+             guarded block copies past the object into its guard page and crashes (seen in this \
+             workspace's tests); it stays off until a vendored mimalloc fixes it"
+                .to_string(),
+        );
+    }
+    if features.valgrind && !(target.os == "linux" || target.is_apple() || target.os == "freebsd") {
+        return Some(format!(
+            "the `valgrind` feature needs Valgrind's headers and a Valgrind for {} (it runs on \
+             Linux, macOS and FreeBSD)",
+            target.triple
+        ));
+    }
+    None
 }

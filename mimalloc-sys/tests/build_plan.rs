@@ -165,6 +165,22 @@ fn target(triple: &str) -> Target {
         } else {
             32
         },
+        sanitizers: Vec::new(),
+    }
+}
+
+/// The facts of `triple` compiled with nightly `-Zsanitizer=<sanitizer>` (`CARGO_CFG_SANITIZE`).
+fn sanitized(triple: &str, sanitizer: &str) -> Target {
+    let mut t = target(triple);
+    t.sanitizers.push(sanitizer.to_owned());
+    t
+}
+
+fn refusal(t: &Target, f: Features) -> String {
+    match plan::decide(t, &f, true) {
+        Decision::Refuse(why) => why,
+        Decision::Build(_) => panic!("{}: {f:?} was built", t.triple),
+        Decision::Skip(why) => panic!("{}: {f:?} skipped: {why}", t.triple),
     }
 }
 
@@ -172,6 +188,7 @@ fn build(t: &Target, f: Features) -> Plan {
     match plan::decide(t, &f, true) {
         Decision::Build(plan) => plan,
         Decision::Skip(why) => panic!("{} skipped: {why}", t.triple),
+        Decision::Refuse(why) => panic!("{} refused: {why}", t.triple),
     }
 }
 
@@ -221,7 +238,7 @@ fn debug_profile_keeps_c_asserts() {
         false,
     ) {
         Decision::Build(plan) => plan,
-        Decision::Skip(why) => panic!("{why}"),
+        Decision::Skip(why) | Decision::Refuse(why) => panic!("{why}"),
     };
     assert_eq!(value(&plan, "NDEBUG"), None);
     assert_eq!(value(&plan, "MI_DEBUG"), Some(Some("0")));
@@ -418,7 +435,7 @@ fn targets_without_an_os_build_nothing_and_say_why() {
     for triple in ["wasm32-unknown-unknown", "thumbv7em-none-eabihf"] {
         match plan::decide(&target(triple), &Features::default(), true) {
             Decision::Skip(why) => assert!(why.contains(triple), "{why}"),
-            Decision::Build(_) => panic!("{triple} has no OS for mimalloc"),
+            Decision::Build(_) | Decision::Refuse(_) => panic!("{triple} has no OS for mimalloc"),
         }
     }
     let wasi = default_plan("wasm32-wasip1");
@@ -484,6 +501,99 @@ fn every_define_says_why() {
             );
         }
     }
+}
+
+#[test]
+fn asan_instruments_the_c_side_and_tracks_blocks() {
+    let asan = Features {
+        asan: true,
+        ..Features::default()
+    };
+    let plan = build(&sanitized("x86_64-unknown-linux-gnu", "address"), asan);
+    assert_eq!(value(&plan, "MI_TRACK_ASAN"), Some(Some("1")));
+    assert!(plan.flags.contains(&"-fsanitize=address"));
+    assert!(has_flag(&plan, "-fno-omit-frame-pointer"));
+    let plan = build(&sanitized("x86_64-pc-windows-msvc", "address"), asan);
+    assert!(plan.flags.contains(&"/fsanitize=address"));
+    assert!(
+        !plan.flags.iter().any(|f| f.starts_with('-')),
+        "{:?}",
+        plan.flags
+    );
+    // Without the Rust side instrumented nothing links the runtime: refused, saying how.
+    let why = refusal(&target("x86_64-unknown-linux-gnu"), asan);
+    assert!(why.contains("-Zsanitizer=address"), "{why}");
+    assert_eq!(
+        value(&default_plan("x86_64-unknown-linux-gnu"), "MI_TRACK_ASAN"),
+        None
+    );
+}
+
+#[test]
+fn tsan_needs_the_thread_sanitizer_and_a_compiler_that_has_it() {
+    let tsan = Features {
+        tsan: true,
+        ..Features::default()
+    };
+    let plan = build(&sanitized("x86_64-unknown-linux-gnu", "thread"), tsan);
+    assert_eq!(value(&plan, "MI_TSAN"), Some(Some("1")));
+    assert!(plan.flags.contains(&"-fsanitize=thread"));
+    let why = refusal(&sanitized("x86_64-unknown-linux-gnu", "address"), tsan);
+    assert!(why.contains("-Zsanitizer=thread"), "{why}");
+    let why = refusal(&sanitized("x86_64-pc-windows-msvc", "thread"), tsan);
+    assert!(why.contains("MSVC"), "{why}");
+}
+
+#[test]
+fn valgrind_tracking_where_valgrind_runs() {
+    let valgrind = Features {
+        valgrind: true,
+        ..Features::default()
+    };
+    for triple in ["x86_64-unknown-linux-gnu", "aarch64-apple-darwin"] {
+        let plan = build(&target(triple), valgrind);
+        assert_eq!(
+            value(&plan, "MI_TRACK_VALGRIND"),
+            Some(Some("1")),
+            "{triple}"
+        );
+    }
+    let why = refusal(&target("x86_64-pc-windows-gnu"), valgrind);
+    assert!(why.contains("Valgrind"), "{why}");
+}
+
+#[test]
+fn memory_tools_are_one_at_a_time() {
+    let t = sanitized("x86_64-unknown-linux-gnu", "address");
+    let why = refusal(
+        &t,
+        Features {
+            asan: true,
+            valgrind: true,
+            ..Features::default()
+        },
+    );
+    assert!(why.contains("asan and valgrind"), "{why}");
+}
+
+/// MI_GUARDED crashes in realloc with both vendored versions: refused, saying why.
+#[test]
+fn guarded_pages_are_refused_while_realloc_crashes() {
+    for v2 in [false, true] {
+        let why = refusal(
+            &target("x86_64-unknown-linux-gnu"),
+            Features {
+                guarded: true,
+                v2,
+                ..Features::default()
+            },
+        );
+        assert!(why.contains("guard page"), "{why}");
+    }
+    assert_eq!(
+        value(&default_plan("x86_64-unknown-linux-gnu"), "MI_GUARDED"),
+        None
+    );
 }
 
 /// The build script must never ask the host what the target is. Target facts come from cargo's

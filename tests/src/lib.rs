@@ -4,6 +4,10 @@
 //! `scripts/cross-test.sh`, under Wine, qemu-user and as 32-bit binaries, so everything here
 //! must also build with the MSRV (Rust 1.63).
 
+pub mod model;
+pub mod rng;
+pub mod stress;
+
 use std::process::{Command, Output};
 
 /// The README's Rust examples, run as doc tests so that they stay true.
@@ -121,9 +125,11 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
     None
 }
 
-/// The resident set size of this process: from `/proc/self/statm` on Linux, from the OS
-/// through mimalloc on Windows and macOS (which report it; mimalloc's figure on Linux is its
-/// commit). `None` under an emulator (qemu-user's would be qemu's, Wine's is made up).
+/// The memory the OS really holds for this process (its resident set), where it can be told:
+/// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
+/// mimalloc reads from the OS there). `None` under an emulator (qemu-user's figure would be
+/// qemu's, Wine's is made up) and elsewhere. mimalloc's own `current_rss` on Linux is its
+/// committed memory, which purged memory still counts in: see `mimalloc::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
     if emulator().is_some() {
         return None;
@@ -131,14 +137,21 @@ pub fn resident_bytes() -> Option<usize> {
     if cfg!(any(windows, target_os = "macos")) {
         return Some(mimalloc::process_info().current_rss);
     }
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
+    resident_bytes_from_proc()
+}
+
+#[cfg(target_os = "linux")]
+fn resident_bytes_from_proc() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     Some(pages * page_size as usize)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn resident_bytes_from_proc() -> Option<usize> {
+    None
 }
 
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
@@ -147,6 +160,31 @@ pub fn emulator() -> Option<String> {
     std::env::var("MIMALLOC_TESTS_EMULATOR")
         .ok()
         .filter(|e| !e.is_empty() && e != "native")
+}
+
+/// The memory tool this build runs under (`asan`, `tsan` or `valgrind` feature), if any.
+pub fn memory_tool() -> Option<&'static str> {
+    if cfg!(feature = "asan") {
+        Some("AddressSanitizer")
+    } else if cfg!(feature = "tsan") {
+        Some("ThreadSanitizer")
+    } else if cfg!(feature = "valgrind") {
+        Some("Valgrind")
+    } else {
+        None
+    }
+}
+
+/// Why requests for absurd amounts of address space (alignments of 2^31 and up) must not be
+/// made here, if they must not: Wine and qemu-user reserve or emulate such ranges for real, and
+/// so do the sanitizer runtimes and Valgrind, which then run for minutes or get killed.
+pub fn no_huge_reservations() -> Option<String> {
+    if let Some(tool) = memory_tool() {
+        return Some(format!(
+            "{tool} does not model huge address-space reservations"
+        ));
+    }
+    emulator().map(|e| format!("{e} does not model huge address-space reservations"))
 }
 
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
@@ -170,6 +208,82 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("the test binary can be run again")
+}
+
+/// What a child process did: its exit status (`None`: it was still running at the deadline and
+/// was killed) and everything it printed.
+#[derive(Debug)]
+pub struct ChildRun {
+    /// How it ended, unless it had to be killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its standard output, lossily decoded.
+    pub stdout: String,
+    /// Its standard error, lossily decoded.
+    pub stderr: String,
+}
+
+impl ChildRun {
+    /// Whether it exited by itself with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.status.map_or(false, |s| s.success())
+    }
+    /// Whether it was killed at the deadline.
+    pub fn hung(&self) -> bool {
+        self.status.is_none()
+    }
+}
+
+/// As [`run_child`], but a child still running after `timeout` is killed: for misuse whose
+/// outcome may be an endless loop (a free list that became a cycle).
+pub fn run_child_with_timeout(
+    test: &str,
+    env: &[(&str, &str)],
+    timeout: std::time::Duration,
+) -> ChildRun {
+    use std::io::Read;
+    use std::process::Stdio;
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MIMALLOC_TESTS_CHILD", "1")
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the test binary can be run again");
+    // Read both pipes while waiting, so that a chatty child cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.read_to_end(&mut buf);
+        buf
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    ChildRun {
+        status,
+        stdout: text(out_reader.join().unwrap()),
+        stderr: text(err_reader.join().unwrap()),
+    }
 }
 
 /// Whether this process is the child started by [`run_child`].

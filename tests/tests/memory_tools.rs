@@ -1,0 +1,174 @@
+//! The memory tools see mimalloc's blocks: a deliberate use-after-free and an overflow, each in
+//! a child process, are reported by AddressSanitizer (`asan` feature) and by Valgrind
+//! (`valgrind` feature), and an overflow past a guarded block faults at once (`guarded`).
+//! In builds without the tool each test says it was skipped, and why.
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::{is_child, run_child_with_timeout, skip, ChildRun};
+use std::alloc::{GlobalAlloc, Layout};
+use std::time::Duration;
+
+const SIZE: usize = 64;
+
+fn layout() -> Layout {
+    Layout::from_size_align(SIZE, 8).unwrap()
+}
+
+/// Reads a byte of a freed block: what the tools must report.
+fn use_after_free() {
+    // SAFETY: none; the read after the free is the point, in a disposable child process.
+    unsafe {
+        let p = MiMalloc.alloc(layout());
+        p.write_bytes(7, SIZE);
+        MiMalloc.dealloc(p, layout());
+        let byte = std::ptr::read_volatile(p.add(8));
+        println!("SURVIVED read {byte}");
+    }
+}
+
+/// Writes past the end of a block, beyond mimalloc's padding canary (the 8 bytes right after
+/// a request, which mimalloc itself checks and the tools leave accessible): into the next,
+/// free block.
+fn overflow() {
+    // SAFETY: none; the write out of bounds is the point, in a disposable child process.
+    unsafe {
+        let a = MiMalloc.alloc(layout());
+        let b = MiMalloc.alloc(layout());
+        MiMalloc.dealloc(b, layout());
+        let (low, high) = if (a as usize) < (b as usize) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let reach = high as usize - low as usize + 8;
+        if low == a {
+            std::ptr::write_volatile(a.add(reach - 1), 0x41);
+        } else {
+            // `b` came first: overflow from a fresh block below `a` instead.
+            std::ptr::write_volatile(a.add(SIZE + 24), 0x41);
+        }
+        println!("SURVIVED write");
+    }
+}
+
+fn report(test: &str, run: &ChildRun) {
+    println!(
+        "{test}: status {:?}\n--- stdout\n{}--- stderr\n{}",
+        run.status, run.stdout, run.stderr
+    );
+}
+
+fn asan_child(test: &str) -> ChildRun {
+    // The child must not stop at the first report (halt_on_error is the default): one report
+    // and a non-zero exit are what is checked.
+    let run = run_child_with_timeout(test, &[], Duration::from_secs(120));
+    report(test, &run);
+    run
+}
+
+#[test]
+fn child_asan_reports_a_use_after_free() {
+    if is_child() {
+        return use_after_free();
+    }
+    if !cfg!(feature = "asan") {
+        return skip("child_asan_reports_a_use_after_free", "not an `asan` build");
+    }
+    let run = asan_child("child_asan_reports_a_use_after_free");
+    assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
+    assert!(
+        run.stderr.contains("ERROR: AddressSanitizer"),
+        "ASan did not report the read of a freed block"
+    );
+}
+
+#[test]
+fn child_asan_reports_a_heap_overflow() {
+    if is_child() {
+        return overflow();
+    }
+    if !cfg!(feature = "asan") {
+        return skip("child_asan_reports_a_heap_overflow", "not an `asan` build");
+    }
+    let run = asan_child("child_asan_reports_a_heap_overflow");
+    assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
+    assert!(
+        run.stderr.contains("ERROR: AddressSanitizer"),
+        "ASan did not report the write past the block"
+    );
+}
+
+/// Runs this test binary's `test` under Valgrind as a child; `None` if there is no Valgrind.
+fn under_valgrind(test: &str) -> Option<std::process::Output> {
+    let exe = std::env::current_exe().unwrap();
+    std::process::Command::new("valgrind")
+        .args(["--error-exitcode=99", "--"])
+        .arg(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("MIMALLOC_TESTS_CHILD", "1")
+        .output()
+        .ok()
+}
+
+#[test]
+fn child_valgrind_reports_a_use_after_free() {
+    if is_child() {
+        return use_after_free();
+    }
+    let test = "child_valgrind_reports_a_use_after_free";
+    if !cfg!(feature = "valgrind") {
+        return skip(test, "not a `valgrind` build");
+    }
+    let out = match under_valgrind(test) {
+        Some(out) => out,
+        None => return skip(test, "no `valgrind` on this machine"),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{test}: {:?}\n{stderr}", out.status);
+    assert_eq!(out.status.code(), Some(99), "Valgrind found no error");
+    assert!(
+        stderr.contains("Invalid read of size 1"),
+        "Valgrind did not report the read of a freed block"
+    );
+}
+
+#[test]
+fn child_guarded_block_overflow_faults_at_once() {
+    let test = "child_guarded_block_overflow_faults_at_once";
+    if is_child() {
+        // SAFETY: none past the write one byte beyond the block, which is the point.
+        unsafe {
+            let layout = Layout::from_size_align(4000, 8).unwrap();
+            // A thread's first allocation initializes its heap, whose sampling starts after.
+            MiMalloc.dealloc(MiMalloc.alloc(layout), layout);
+            let p = MiMalloc.alloc(layout);
+            p.write_bytes(1, 4000);
+            println!("IN BOUNDS OK");
+            std::ptr::write_volatile(p.add(4000), 0x41);
+            println!("SURVIVED");
+        }
+        return;
+    }
+    if !cfg!(feature = "guarded") {
+        return skip(test, "not a `guarded` build");
+    }
+    // Every block guarded, and placed exactly before its guard page (not rounded down to
+    // mimalloc's 16-byte alignment, which would leave the first bytes past it writable).
+    let run = run_child_with_timeout(
+        test,
+        &[
+            ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
+            ("MIMALLOC_GUARDED_PRECISE", "1"),
+        ],
+        Duration::from_secs(60),
+    );
+    report(test, &run);
+    assert!(
+        run.stdout.contains("IN BOUNDS OK"),
+        "the block itself was not usable"
+    );
+    assert!(
+        !run.succeeded() && !run.stdout.contains("SURVIVED"),
+        "the write one byte past a guarded block did not fault"
+    );
+}

@@ -1,0 +1,68 @@
+//! The differential model (`mimalloc_tests::model`) on seeded random inputs and on the fuzz
+//! target's seed corpus, on every target the suite runs on (the fuzzer itself needs nightly).
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::model::{Counts, Limits, Model};
+use mimalloc_tests::rng::Rng;
+use std::path::Path;
+
+fn limits() -> Limits {
+    let mut limits = Limits::for_target();
+    if mimalloc_tests::no_huge_reservations().is_some() {
+        limits.absurd_alignments = false;
+    }
+    limits
+}
+
+fn add(total: &mut Counts, c: Counts) {
+    total.ops += c.ops;
+    total.allocs += c.allocs;
+    total.zeroed += c.zeroed;
+    total.grows += c.grows;
+    total.shrinks += c.shrinks;
+    total.deallocs += c.deallocs;
+    total.refused += c.refused;
+    total.large_served += c.large_served;
+    total.checked_bytes += c.checked_bytes;
+}
+
+#[test]
+fn seeded_random_operation_sequences() {
+    let mut total = Counts::default();
+    for seed in 0..120u64 {
+        let bytes = Rng::new(seed).bytes(600);
+        add(&mut total, Model::new(&MiMalloc, limits()).run(&bytes));
+    }
+    println!("{total:?}");
+    // The inputs reached every kind of operation, so the checks above were exercised.
+    assert!(total.allocs > 1_000 && total.zeroed > 300, "{total:?}");
+    assert!(total.grows > 200 && total.shrinks > 200, "{total:?}");
+    assert!(total.large_served > 10, "{total:?}");
+    assert_eq!(total.allocs, total.deallocs, "{total:?}");
+    if cfg!(target_pointer_width = "64") {
+        assert!(total.refused > 1_000, "{total:?}");
+    }
+}
+
+#[test]
+fn fuzz_seed_corpus_replays_clean() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/model");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            // The cross-test script builds a copy of the workspace without `fuzz/`.
+            return mimalloc_tests::skip(
+                "fuzz_seed_corpus_replays_clean",
+                &format!("no seed corpus at {} ({e})", dir.display()),
+            );
+        }
+    };
+    let mut files = 0;
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        Model::new(&MiMalloc, limits()).run(&bytes);
+        files += 1;
+    }
+    assert!(files >= 10, "only {files} seed inputs in {}", dir.display());
+}

@@ -1,0 +1,77 @@
+//! The multithreaded stress (`mimalloc_tests::stress`) through the global allocator that
+//! `assign_global!` installs. `cargo test` runs a short version; `MIMALLOC_STRESS=threads=8,
+//! seconds=40` runs a long one (`.ci/run` does, per build). The only test of this binary, so
+//! that mimalloc's process-wide statistics at its end are its own.
+
+mimalloc::assign_global!();
+
+use mimalloc_tests::stress::{self, Config, Global};
+use std::io::Write;
+
+fn build_name() -> String {
+    let features: Vec<&str> = [
+        ("v2", cfg!(feature = "v2")),
+        ("secure", cfg!(feature = "secure")),
+        ("debug", cfg!(feature = "debug")),
+        ("asan", cfg!(feature = "asan")),
+        ("tsan", cfg!(feature = "tsan")),
+        ("valgrind", cfg!(feature = "valgrind")),
+        ("guarded", cfg!(feature = "guarded")),
+    ]
+    .iter()
+    .filter(|f| f.1)
+    .map(|f| f.0)
+    .collect();
+    if features.is_empty() {
+        "default".to_string()
+    } else {
+        features.join(",")
+    }
+}
+
+#[test]
+fn stress_threads_through_the_global_allocator() {
+    let config = Config::from_env().unwrap();
+    let before = mimalloc::stats();
+
+    let report = stress::run(&Global, &config);
+
+    // The line `.ci/run` collects for its report.
+    let _ = writeln!(
+        std::io::stderr(),
+        "STRESS [{}] mimalloc {}, {} threads x {} steps: {report}",
+        build_name(),
+        mimalloc::version(),
+        config.threads,
+        config.steps
+    );
+    assert!(report.rounds >= config.rounds);
+    assert!(
+        report.foreign_frees > 0 && report.orphan_frees > 0,
+        "no block changed threads: {report}"
+    );
+
+    // The global allocator really is mimalloc: a block from `Global` is in mimalloc's memory.
+    let probe = vec![0u8; 100];
+    assert!(mimalloc::is_in_heap_region(probe.as_ptr()));
+    drop(probe);
+
+    // Every thread and every block of the run was released: mimalloc's own accounts agree.
+    mimalloc::collect(true);
+    let after = mimalloc::stats();
+    assert!(
+        after.threads.current <= before.threads.current,
+        "threads still counted alive after the run: {} before, {} after",
+        before.threads.current,
+        after.threads.current
+    );
+    // Live bytes are counted only with the `debug` feature (mimalloc's MI_STAT).
+    if let (Some(before), Some(after)) = (before.allocated, after.allocated) {
+        assert!(
+            after.current <= before.current + (64 << 10),
+            "bytes still live after the stress freed everything: {} before, {} after",
+            before.current,
+            after.current
+        );
+    }
+}
