@@ -3,6 +3,8 @@
 //!
 //! - [`MiMalloc`] is a `GlobalAlloc`; [`assign_global!`] installs it in one line.
 //! - [`version`], [`usable_size`], [`is_in_heap_region`] ask mimalloc about itself and its blocks.
+//! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
+//!   per thread and process-wide, and to enforce a memory limit.
 //!
 //! # Adopting it in a product
 //!
@@ -51,4 +53,14 @@ where_mimalloc_runs! {
 
     pub use crate::alloc::MiMalloc;
     pub use crate::info::{is_in_heap_region, usable_size, version, Version};
+}
+
+// Allocation accounting and limits (the `tracking` feature): needs std's thread-locals.
+where_mimalloc_runs! {
+    #[cfg(feature = "tracking")]
+    extern crate std;
+    #[cfg(feature = "tracking")]
+    mod tracking;
+    #[cfg(feature = "tracking")]
+    pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
 }
