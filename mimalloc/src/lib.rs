@@ -10,6 +10,8 @@
 //!   about memory use.
 //! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
 //! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
+//! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
+//!   per thread and process-wide, and to enforce a memory limit.
 //!
 //! # Adopting it in a product
 //!
@@ -88,4 +90,13 @@ where_mimalloc_runs! {
     pub use crate::stats::stats_reset;
     #[cfg(feature = "std")]
     pub use crate::stats::stats_print_io;
+}
+
+// Allocation accounting and limits (the `tracking` feature, which turns on `std` for its
+// thread-locals).
+where_mimalloc_runs! {
+    #[cfg(feature = "tracking")]
+    mod tracking;
+    #[cfg(feature = "tracking")]
+    pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
 }
