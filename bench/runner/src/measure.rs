@@ -8,7 +8,10 @@ use std::process::{Command, Stdio};
 
 #[derive(Clone, Debug)]
 pub struct Sample {
+    /// Wall time of the run.
     pub nanos: u64,
+    /// User+system CPU time of the run, all threads: what a busy machine changes least.
+    pub cpu_nanos: Option<u64>,
     /// `None` where the platform does not report it.
     pub peak_rss_kib: Option<u64>,
 }
@@ -72,6 +75,7 @@ pub fn run(
     }
     Ok(Sample {
         nanos,
+        cpu_nanos: field("cpu_nanos"),
         peak_rss_kib,
     })
 }

@@ -40,6 +40,17 @@ impl Samples {
         self.paired(w, v, base, |s| s.nanos as f64)
     }
 
+    /// Median CPU time in seconds.
+    pub fn median_cpu_seconds(&self, w: usize, v: usize) -> Option<f64> {
+        let cpu = self.grid[w][v].iter().flatten().filter_map(|s| s.cpu_nanos);
+        median(cpu.map(|n| n as f64 / 1e9).collect())
+    }
+
+    /// Median over rounds of `CPU time(v) / CPU time(base)`.
+    pub fn cpu_ratio(&self, w: usize, v: usize, base: usize) -> Option<f64> {
+        self.paired(w, v, base, |s| s.cpu_nanos.map_or(f64::NAN, |n| n as f64))
+    }
+
     /// Median over rounds of `peak RSS(v) / peak RSS(base)`.
     pub fn rss_ratio(&self, w: usize, v: usize, base: usize) -> Option<f64> {
         self.paired(w, v, base, |s| {
@@ -116,6 +127,7 @@ mod tests {
         let sample = |nanos, kib| {
             Some(Sample {
                 nanos,
+                cpu_nanos: Some(nanos * 2),
                 peak_rss_kib: Some(kib),
             })
         };
@@ -127,6 +139,8 @@ mod tests {
         }
         assert_eq!(s.time_ratio(0, 1, 0), Some(0.5));
         assert_eq!(s.rss_ratio(0, 1, 0), Some(3.0));
+        assert_eq!(s.cpu_ratio(0, 1, 0), Some(0.5));
+        assert_eq!(s.median_cpu_seconds(0, 0), Some(400e-9));
         assert_eq!(s.median_seconds(0, 0), Some(200e-9));
         assert_eq!(s.spread(0, 0), Some(1.5));
         // A failed run leaves its round out of the pairs.

@@ -7,8 +7,10 @@
 //! <driver> pairs <kind> <count>       allocate+free loops for instruction counting
 //! ```
 //!
-//! `run` prints one line, `workload=<name> nanos=<run time> checksum=<..> expected=<..>`, and
-//! exits with status 1 when the checksum is not the expected one.
+//! `run` prints one line, `workload=<name> nanos=<run time> cpu_nanos=<..> checksum=<..>
+//! expected=<..>`, and exits with status 1 when the checksum is not the expected one.
+//! `cpu_nanos` is the process's user+system CPU time during the run, all threads included
+//! (absent where the platform has no `getrusage`).
 
 use crate::{Scale, find};
 use std::hint::black_box;
@@ -38,11 +40,15 @@ pub fn main(args: &[String]) -> ExitCode {
                 _ => return usage("`run` takes a workload name and optionally --quick"),
             };
             let run = (workload.prepare)(scale);
-            let start = Instant::now();
+            let (start, cpu_start) = (Instant::now(), cpu_nanos());
             let outcome = run();
             let nanos = start.elapsed().as_nanos();
+            let cpu = match (cpu_start, cpu_nanos()) {
+                (Some(a), Some(b)) => format!(" cpu_nanos={}", b.saturating_sub(a)),
+                _ => String::new(),
+            };
             println!(
-                "workload={name} nanos={nanos} checksum={} expected={}",
+                "workload={name} nanos={nanos}{cpu} checksum={} expected={}",
                 outcome.checksum, outcome.expected
             );
             if outcome.passed() {
@@ -67,6 +73,24 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         _ => usage("unknown command"),
     }
+}
+
+/// User plus system CPU time of the whole process so far (threads that ended included).
+#[cfg(unix)]
+fn cpu_nanos() -> Option<u128> {
+    // SAFETY: `rusage` is a C struct of integers, for which all-zero bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live, writable `rusage`; RUSAGE_SELF is a valid `who`.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let nanos = |t: libc::timeval| t.tv_sec as u128 * 1_000_000_000 + t.tv_usec as u128 * 1_000;
+    Some(nanos(usage.ru_utime) + nanos(usage.ru_stime))
+}
+
+#[cfg(not(unix))]
+fn cpu_nanos() -> Option<u128> {
+    None
 }
 
 fn usage(problem: &str) -> ExitCode {

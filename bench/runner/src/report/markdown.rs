@@ -16,7 +16,10 @@ pub fn render(report: &Report) -> String {
     out.push_str(
         "Ratios are medians over rounds of the ratio of two runs of the same round (paired), \
          so slow drifts of the machine cancel out; below 1 is faster (or smaller). \
-         *Spread* is (slowest - fastest) / median over the rounds: the noise.\n\n",
+         *Spread* is (slowest - fastest) / median over the rounds: the noise. *Time* is wall \
+         time; *CPU time* is user+system time of all the run's threads, which other processes \
+         on a busy machine change much less (but which counts a waiting thread's spinning and \
+         not its sleeping).\n\n",
     );
     out.push_str("## Allocators\n\n| name | what |\n|---|---|\n");
     for v in report.variants {
@@ -25,6 +28,8 @@ pub fn render(report: &Report) -> String {
     for (title, pick) in [
         ("Time vs system", (|r: &Row| r.vs_system) as Pick),
         ("Time vs peer", |r: &Row| r.vs_peer),
+        ("CPU time vs system", |r: &Row| r.cpu_vs_system),
+        ("CPU time vs peer", |r: &Row| r.cpu_vs_peer),
         ("Peak RSS vs system", |r: &Row| r.rss_vs_system),
     ] {
         out.push_str(&format!("\n## {title}\n\n| allocator |"));
@@ -49,17 +54,20 @@ pub fn render(report: &Report) -> String {
             workload.name, workload.summary
         ));
         out.push_str(
-            "| allocator | median time | spread | vs system | vs peer | peak RSS | RSS vs system |\n\
-             |---|---:|---:|---:|---:|---:|---:|\n",
+            "| allocator | median time | spread | vs system | vs peer | CPU time | CPU vs system | CPU vs peer | peak RSS | RSS vs system |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for r in report.rows(w) {
             out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.allocator,
                 seconds(r.median_seconds),
                 percent(r.spread),
                 ratio(r.vs_system),
                 ratio(r.vs_peer),
+                seconds(r.cpu_seconds),
+                ratio(r.cpu_vs_system),
+                ratio(r.cpu_vs_peer),
                 mib(r.rss_mib),
                 ratio(r.rss_vs_system)
             ));

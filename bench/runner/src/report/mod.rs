@@ -31,6 +31,9 @@ pub struct Row {
     pub spread: Option<f64>,
     pub vs_system: Option<f64>,
     pub vs_peer: Option<f64>,
+    pub cpu_seconds: Option<f64>,
+    pub cpu_vs_system: Option<f64>,
+    pub cpu_vs_peer: Option<f64>,
     pub rss_mib: Option<f64>,
     pub rss_vs_system: Option<f64>,
 }
@@ -50,6 +53,9 @@ impl Report<'_> {
                 spread: s.spread(w, v),
                 vs_system: system.and_then(|b| s.time_ratio(w, v, b)),
                 vs_peer: peer.and_then(|b| s.time_ratio(w, v, b)),
+                cpu_seconds: s.median_cpu_seconds(w, v),
+                cpu_vs_system: system.and_then(|b| s.cpu_ratio(w, v, b)),
+                cpu_vs_peer: peer.and_then(|b| s.cpu_ratio(w, v, b)),
                 rss_mib: s.median_rss_mib(w, v),
                 rss_vs_system: system.and_then(|b| s.rss_ratio(w, v, b)),
             })
@@ -78,14 +84,15 @@ impl Report<'_> {
 
     /// Every sample, one line each: for spreadsheets and for re-analysis.
     pub fn csv(&self) -> String {
-        let mut out = String::from("round,workload,allocator,nanos,peak_rss_kib\n");
+        let mut out = String::from("round,workload,allocator,nanos,cpu_nanos,peak_rss_kib\n");
         for round in 0..self.samples.rounds {
             for (w, workload) in self.workloads.iter().enumerate() {
                 for (v, variant) in self.variants.iter().enumerate() {
                     if let Some(s) = &self.samples.grid[w][v][round] {
                         let rss = s.peak_rss_kib.map_or(String::new(), |k| k.to_string());
+                        let cpu = s.cpu_nanos.map_or(String::new(), |n| n.to_string());
                         out.push_str(&format!(
-                            "{round},{},{},{},{rss}\n",
+                            "{round},{},{},{},{cpu},{rss}\n",
                             workload.name, variant.name, s.nanos
                         ));
                     }

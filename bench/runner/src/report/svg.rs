@@ -1,11 +1,11 @@
-//! The results as an SVG chart: per workload, one bar per allocator for its time and for its
-//! peak RSS, both relative to the system allocator (the line at 1).
+//! The results as an SVG chart: per workload, one bar per allocator for its wall time, CPU time
+//! and peak RSS, all relative to the system allocator (the line at 1).
 
 use super::{Pick, Report, Row};
 use std::fmt::Write;
 
 const LABEL_WIDTH: f64 = 130.0;
-const PANEL_WIDTH: f64 = 380.0;
+const PANEL_WIDTH: f64 = 300.0;
 const PANEL_GAP: f64 = 40.0;
 const BAR: f64 = 9.0;
 const BAR_GAP: f64 = 2.0;
@@ -22,7 +22,13 @@ pub fn render(report: &Report) -> String {
     let variants = report.variants.len();
     let group = variants as f64 * (BAR + BAR_GAP) + GROUP_GAP;
     let legend_top = TOP + group * report.workloads.len() as f64 + 10.0;
-    let width = LABEL_WIDTH + 2.0 * PANEL_WIDTH + PANEL_GAP + 20.0;
+    let panels: [(&str, Pick); 3] = [
+        ("time vs system", |r| r.vs_system),
+        ("CPU time vs system", |r| r.cpu_vs_system),
+        ("peak RSS vs system", |r| r.rss_vs_system),
+    ];
+    let count = panels.len() as f64;
+    let width = LABEL_WIDTH + count * PANEL_WIDTH + (count - 1.0) * PANEL_GAP + 20.0;
     let height = legend_top + 20.0 * variants.div_ceil(4) as f64 + 20.0;
     let mut svg = String::new();
     let _ = writeln!(
@@ -34,10 +40,6 @@ pub fn render(report: &Report) -> String {
         svg,
         r##"<text x="10" y="20" font-size="14" font-weight="bold">Allocators relative to the system allocator (median of paired ratios; lower is better)</text>"##
     );
-    let panels: [(&str, Pick); 2] = [
-        ("time vs system", |r| r.vs_system),
-        ("peak RSS vs system", |r| r.rss_vs_system),
-    ];
     let rows: Vec<Vec<Row>> = (0..report.workloads.len())
         .map(|w| report.rows(w))
         .collect();

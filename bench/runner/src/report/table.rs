@@ -2,12 +2,16 @@
 
 use super::{Report, Row, mib, percent, ratio, seconds};
 
-const HEADER: [&str; 7] = [
+const COLUMNS: usize = 10;
+const HEADER: [&str; COLUMNS] = [
     "allocator",
     "median",
     "spread",
     "vs system",
     "vs peer",
+    "CPU",
+    "CPU vs system",
+    "CPU vs peer",
     "peak RSS",
     "RSS vs system",
 ];
@@ -16,37 +20,49 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     for (w, workload) in report.workloads.iter().enumerate() {
         out.push_str(&format!("\n{}: {}\n", workload.name, workload.summary));
-        let cells: Vec<[String; 7]> = report.rows(w).iter().map(cells).collect();
+        let cells: Vec<[String; COLUMNS]> = report.rows(w).iter().map(cells).collect();
         out.push_str(&grid(&cells));
     }
-    out.push_str("\ntime vs system, per workload (lower is faster; geometric mean last)\n");
-    let mut header = vec!["allocator".to_owned()];
-    header.extend(report.workloads.iter().map(|w| w.name.to_owned()));
-    header.push("geomean".into());
-    let mut lines = vec![header];
-    for (name, values, mean) in report.matrix(|r| r.vs_system) {
-        let mut line = vec![name];
-        line.extend(values.into_iter().map(ratio));
-        line.push(ratio(mean));
-        lines.push(line);
+    let matrices: [(&str, super::Pick); 3] = [
+        ("time vs system", |r| r.vs_system),
+        ("time vs peer", |r| r.vs_peer),
+        ("peak RSS vs system", |r| r.rss_vs_system),
+    ];
+    for (title, pick) in matrices {
+        out.push_str(&format!(
+            "\n{title}, per workload (lower is better; geometric mean last)\n"
+        ));
+        let mut header = vec!["allocator".to_owned()];
+        header.extend(report.workloads.iter().map(|w| w.name.to_owned()));
+        header.push("geomean".into());
+        let mut lines = vec![header];
+        for (name, values, mean) in report.matrix(pick) {
+            let mut line = vec![name];
+            line.extend(values.into_iter().map(ratio));
+            line.push(ratio(mean));
+            lines.push(line);
+        }
+        out.push_str(&aligned(&lines));
     }
-    out.push_str(&aligned(&lines));
     out
 }
 
-fn cells(row: &Row) -> [String; 7] {
+fn cells(row: &Row) -> [String; COLUMNS] {
     [
         row.allocator.clone(),
         seconds(row.median_seconds),
         percent(row.spread),
         ratio(row.vs_system),
         ratio(row.vs_peer),
+        seconds(row.cpu_seconds),
+        ratio(row.cpu_vs_system),
+        ratio(row.cpu_vs_peer),
         mib(row.rss_mib),
         ratio(row.rss_vs_system),
     ]
 }
 
-fn grid(rows: &[[String; 7]]) -> String {
+fn grid(rows: &[[String; COLUMNS]]) -> String {
     let mut lines = vec![HEADER.map(str::to_owned).to_vec()];
     lines.extend(rows.iter().map(|r| r.to_vec()));
     aligned(&lines)
