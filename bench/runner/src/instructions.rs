@@ -55,6 +55,7 @@ pub fn run(options: &Options) -> Result<(), String> {
         });
         bar.inc(1);
     }
+    bar.inc_length(options.workloads.len() as u64);
     bar.set_message("C floor");
     let per = |kind: &str| per_iteration(&floor_exe, &[kind], &[]);
     let floors = [
@@ -71,9 +72,26 @@ pub fn run(options: &Options) -> Result<(), String> {
             zeroed: per("zalloc_small32")?,
         },
     ];
+    bar.inc(1);
+
+    let mut whole = Vec::new();
+    for workload in &options.workloads {
+        bar.set_message(format!("{} (quick), every allocator", workload.name));
+        let counts = options
+            .variants
+            .iter()
+            .map(|v| {
+                let exe = &binaries[v.binary].path;
+                instructions(exe, &["run", workload.name, "--quick"], &v.env)
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        whole.push((workload.name, counts));
+        bar.inc(1);
+    }
     bar.finish_and_clear();
 
-    let text = render(&columns, &floors);
+    let mut text = render(&columns, &floors);
+    text.push_str(&render_workloads(options, &whole));
     print!("{text}");
     std::fs::create_dir_all(&places.out).map_err(|e| format!("{}: {e}", places.out.display()))?;
     let path = places.out.join("instructions.md");
@@ -138,6 +156,54 @@ fn render(columns: &[Counts], floors: &[Counts; 2]) -> String {
     out
 }
 
+/// Whole quick-mode workload runs (start-up and preparation included, the same for every
+/// allocator but for their own allocations), relative to the peer: a deterministic comparison
+/// where wall time on a busy machine is not.
+fn render_workloads(options: &Options, whole: &[(&str, Vec<u64>)]) -> String {
+    let peer = options
+        .variants
+        .iter()
+        .position(|v| v.name == crate::variants::PEER);
+    let mut out = String::from(
+        "\n## Instructions per whole workload run (quick mode), relative to the peer\n\n\
+         The process's instructions for `run <workload> --quick` (a fiftieth of the measured size), \
+         preparation and start-up included. Threads are serialised under valgrind, so the counts of \
+         the threaded workloads include some waiting.\n\n| allocator |",
+    );
+    for (name, _) in whole {
+        let _ = write!(out, " {name} |");
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(whole.len()));
+    out.push('\n');
+    for (v, variant) in options.variants.iter().enumerate() {
+        let _ = write!(out, "| {} |", variant.name);
+        for (_, counts) in whole {
+            let cell = match peer {
+                Some(p) => format!("{:.3}x", counts[v] as f64 / counts[p] as f64),
+                None => format!("{:.1} M", counts[v] as f64 / 1e6),
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+    out.push_str("\n| millions of instructions |");
+    for (name, _) in whole {
+        let _ = write!(out, " {name} |");
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(whole.len()));
+    out.push('\n');
+    for (v, variant) in options.variants.iter().enumerate() {
+        let _ = write!(out, "| {} |", variant.name);
+        for (_, counts) in whole {
+            let _ = write!(out, " {:.1} |", counts[v] as f64 / 1e6);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 fn valgrind_version() -> Result<String, String> {
     let output = Command::new("valgrind")
         .arg("--version")
@@ -148,18 +214,18 @@ fn valgrind_version() -> Result<String, String> {
 
 /// Instructions per iteration of the loop `args` runs (the count is appended).
 fn per_iteration(exe: &Path, args: &[&str], env: &[(String, String)]) -> Result<f64, String> {
-    let short = instructions(exe, args, SHORT, env)?;
-    let long = instructions(exe, args, LONG, env)?;
+    let count = |n: u64| {
+        let n = n.to_string();
+        let mut args = args.to_vec();
+        args.push(&n);
+        instructions(exe, &args, env)
+    };
+    let (short, long) = (count(SHORT)?, count(LONG)?);
     Ok((long as f64 - short as f64) / (LONG - SHORT) as f64)
 }
 
 /// Instructions executed by the whole process.
-fn instructions(
-    exe: &Path,
-    args: &[&str],
-    count: u64,
-    env: &[(String, String)],
-) -> Result<u64, String> {
+fn instructions(exe: &Path, args: &[&str], env: &[(String, String)]) -> Result<u64, String> {
     let mut command = Command::new("valgrind");
     command
         .args([
@@ -168,8 +234,7 @@ fn instructions(
             "--cachegrind-out-file=/dev/null",
         ])
         .arg(exe)
-        .args(args)
-        .arg(count.to_string());
+        .args(args);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("MIMALLOC_") {
             command.env_remove(key);
