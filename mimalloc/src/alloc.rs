@@ -43,9 +43,9 @@ const fn natural_size(size: usize, align: usize) -> usize {
 /// state lives in mimalloc's thread-local heaps.
 ///
 /// Each `GlobalAlloc` method is one call into mimalloc. When the layout's alignment is
-/// naturally satisfied: `mi_malloc_small`/`mi_zalloc_small` for blocks of at most
-/// `MI_SMALL_SIZE_MAX` bytes (1 KiB on 64-bit targets: mimalloc's inlined fast path, without
-/// the size test and call `mi_malloc` makes), else `mi_malloc`, `mi_zalloc` and `mi_realloc`;
+/// naturally satisfied: `mi_malloc_small` for blocks of at most `MI_SMALL_SIZE_MAX` bytes (1 KiB
+/// on 64-bit targets: mimalloc's inlined fast path, without the size test and call `mi_malloc`
+/// makes; zeroed ones are cleared with `memset`), else `mi_malloc`, `mi_zalloc`, `mi_realloc`;
 /// otherwise their `_aligned` variants. Every valid [`Layout`] is accepted: a request mimalloc
 /// cannot satisfy (a size near
 /// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
@@ -100,8 +100,16 @@ unsafe impl GlobalAlloc for MiMalloc {
         let p = if align <= MIN_ALIGN {
             let size = natural_size(size, align);
             if size <= SMALL_SIZE_MAX {
-                // SAFETY: as in `alloc`; mimalloc zeroes the block (or knows it is fresh and zero).
-                unsafe { ffi::mi_zalloc_small(size) }
+                // Not `mi_zalloc_small`: mimalloc zeroes with `rep stosb` on CPUs that report
+                // fast short `rep movsb`, which took 26 ns for 32 bytes on an AMD EPYC here
+                // against 1 ns for the platform's `memset` (32 vs 6 ns per zeroed pair).
+                // SAFETY: as in `alloc`.
+                let p = unsafe { ffi::mi_malloc_small(size) };
+                if !p.is_null() {
+                    // SAFETY: `p` is a fresh block of at least `size` writable bytes.
+                    unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, size) };
+                }
+                p
             } else {
                 // SAFETY: as in `alloc`.
                 unsafe { ffi::mi_zalloc(size) }
