@@ -28,7 +28,7 @@ pub fn render(report: &Report) -> String {
         ("peak RSS vs system", |r| r.rss_vs_system),
     ];
     let count = panels.len() as f64;
-    let width = LABEL_WIDTH + count * PANEL_WIDTH + (count - 1.0) * PANEL_GAP + 20.0;
+    let width = LABEL_WIDTH + count * PANEL_WIDTH + (count - 1.0) * PANEL_GAP + 50.0;
     let height = legend_top + 20.0 * variants.div_ceil(4) as f64 + 20.0;
     let mut svg = String::new();
     let _ = writeln!(
