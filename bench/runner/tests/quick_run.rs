@@ -3,7 +3,7 @@
 //! itself measures it).
 //!
 //! Ignored by default: it builds every allocator's driver in release, jemalloc from source
-//! among them (about three minutes from clean on two cores). `.ci/run` runs it:
+//! among them (about two minutes from clean on two cores). `.ci/run` runs it:
 //! `cargo test -p mimalloc-bench --test quick_run -- --ignored`.
 
 use std::path::Path;
