@@ -22,15 +22,32 @@ pub(crate) const fn is_natural(align: usize, size: usize) -> bool {
     align <= MIN_ALIGN && align <= size
 }
 
+/// The largest size `mi_malloc_small` and `mi_zalloc_small` serve: `MI_SMALL_SIZE_MAX` in
+/// `mimalloc.h` (128 words; bindgen cannot evaluate the `sizeof` in its definition).
+pub(crate) const SMALL_SIZE_MAX: usize =
+    ffi::MI_SMALL_WSIZE_MAX as usize * core::mem::size_of::<usize>();
+
+/// The size to ask the plain `mi_malloc` family for when `align <= MIN_ALIGN`: at least
+/// `align`, because a block of at least `align` bytes is aligned to `align` (see [`MIN_ALIGN`]),
+/// so that a hand-built layout with `size < align` (1 byte at alignment 8, say) also stays on
+/// the plain path instead of paying for `mi_malloc_aligned`.
+#[inline(always)]
+const fn natural_size(size: usize, align: usize) -> usize {
+    if size < align { align } else { size }
+}
+
 /// mimalloc as a Rust allocator.
 ///
 /// Every allocation of a program that installs it (with [`assign_global!`](crate::assign_global)
 /// or `#[global_allocator]`) is served by the vendored mimalloc. It is a zero-sized handle: all
 /// state lives in mimalloc's thread-local heaps.
 ///
-/// Each `GlobalAlloc` method is one call into mimalloc: `mi_malloc`, `mi_zalloc` and
-/// `mi_realloc` when the layout's alignment is naturally satisfied, their `_aligned` variants
-/// otherwise. Every valid [`Layout`] is accepted: a request mimalloc cannot satisfy (a size near
+/// Each `GlobalAlloc` method is one call into mimalloc. When the layout's alignment is
+/// naturally satisfied: `mi_malloc_small` for blocks of at most `MI_SMALL_SIZE_MAX` bytes (1 KiB
+/// on 64-bit targets: mimalloc's inlined fast path, without the size test and call `mi_malloc`
+/// makes; zeroed ones are cleared with `memset`), else `mi_malloc`, `mi_zalloc`, `mi_realloc`;
+/// otherwise their `_aligned` variants. Every valid [`Layout`] is accepted: a request mimalloc
+/// cannot satisfy (a size near
 /// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
 /// standard collections turn into `handle_alloc_error` or a `try_reserve` error.
 ///
@@ -61,9 +78,15 @@ unsafe impl GlobalAlloc for MiMalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
-        let p = if is_natural(align, size) {
-            // SAFETY: `mi_malloc` accepts any size; null is returned on failure.
-            unsafe { ffi::mi_malloc(size) }
+        let p = if align <= MIN_ALIGN {
+            let size = natural_size(size, align);
+            if size <= SMALL_SIZE_MAX {
+                // SAFETY: `mi_malloc_small` accepts any size up to `MI_SMALL_SIZE_MAX`.
+                unsafe { ffi::mi_malloc_small(size) }
+            } else {
+                // SAFETY: `mi_malloc` accepts any size; null is returned on failure.
+                unsafe { ffi::mi_malloc(size) }
+            }
         } else {
             // SAFETY: `align` is a power of two (a `Layout` invariant), as mimalloc requires.
             unsafe { ffi::mi_malloc_aligned(size, align) }
@@ -74,9 +97,23 @@ unsafe impl GlobalAlloc for MiMalloc {
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
-        let p = if is_natural(align, size) {
-            // SAFETY: as in `alloc`; mimalloc zeroes the block (or knows it is fresh and zero).
-            unsafe { ffi::mi_zalloc(size) }
+        let p = if align <= MIN_ALIGN {
+            let size = natural_size(size, align);
+            if size <= SMALL_SIZE_MAX {
+                // Not `mi_zalloc_small`: mimalloc zeroes with `rep stosb` on CPUs that report
+                // fast short `rep movsb`, which took 26 ns for 32 bytes on an AMD EPYC here
+                // against 1 ns for the platform's `memset` (32 vs 6 ns per zeroed pair).
+                // SAFETY: as in `alloc`.
+                let p = unsafe { ffi::mi_malloc_small(size) };
+                if !p.is_null() {
+                    // SAFETY: `p` is a fresh block of at least `size` writable bytes.
+                    unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, size) };
+                }
+                p
+            } else {
+                // SAFETY: as in `alloc`.
+                unsafe { ffi::mi_zalloc(size) }
+            }
         } else {
             // SAFETY: as in `alloc`, `align` is a power of two.
             unsafe { ffi::mi_zalloc_aligned(size, align) }

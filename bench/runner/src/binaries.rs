@@ -1,0 +1,152 @@
+//! Builds each allocator's driver binary (cargo makes a repeated build a no-op) and copies it to
+//! `target/mimalloc-bench/bin/<name>`, so that a later build cannot replace it mid-run.
+
+use crate::variants::{Source, Variant};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::Instant;
+
+/// Where the benchmark keeps its builds and writes its results.
+#[derive(Clone, Debug)]
+pub struct Places {
+    /// The workspace root (holding `bench/`).
+    pub root: PathBuf,
+    /// Builds, binaries and logs: `target/mimalloc-bench`, whatever `--out` says, so that a
+    /// test writing its results elsewhere still reuses the builds.
+    pub builds: PathBuf,
+    /// Results: `--out`, by default the same directory.
+    pub out: PathBuf,
+}
+
+impl Places {
+    pub fn new(out: Option<PathBuf>) -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .canonicalize()
+            .expect("the runner runs from its source tree");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let builds = target.join("mimalloc-bench");
+        let out = out.unwrap_or_else(|| builds.clone());
+        Places { root, builds, out }
+    }
+    fn bin_dir(&self) -> PathBuf {
+        self.builds.join("bin")
+    }
+    fn log(&self, name: &str) -> PathBuf {
+        self.builds.join("logs").join(format!("build-{name}.log"))
+    }
+}
+
+/// A built driver and how long its (possibly no-op) build took.
+#[derive(Clone, Debug)]
+pub struct Built {
+    pub path: PathBuf,
+    pub seconds: f64,
+}
+
+/// The target directory a binary is built in. Builds in one lane run one after another and
+/// share compiled dependencies; lanes run at the same time. jemalloc has a lane of its own
+/// because its C build (configure, then make) is long and mostly serial, and overlapping it
+/// with the others nearly halves a clean build on two cores.
+fn lane(source: &Source) -> &'static str {
+    match source {
+        Source::Workspace { features } if features.contains("jemalloc") => "build-jemalloc",
+        Source::Workspace { .. } => "build",
+        Source::Peer => "peer-build",
+    }
+}
+
+/// Builds every binary `variants` need; `on_built` hears of each as it is done.
+pub fn build_all(
+    variants: &[Variant],
+    places: &Places,
+    on_built: &(dyn Fn(&str, &Built) + Sync),
+) -> Result<BTreeMap<&'static str, Built>, String> {
+    let mut lanes: BTreeMap<&'static str, Vec<(&'static str, &Source)>> = BTreeMap::new();
+    for v in variants {
+        let lane = lanes.entry(lane(&v.source)).or_default();
+        if !lane.iter().any(|(b, _)| *b == v.binary) {
+            lane.push((v.binary, &v.source));
+        }
+    }
+    for dir in [places.bin_dir(), places.builds.join("logs")] {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    thread::scope(|scope| {
+        let handles: Vec<_> = lanes
+            .into_iter()
+            .map(|(lane, binaries)| {
+                scope.spawn(move || {
+                    binaries
+                        .into_iter()
+                        .map(|(name, source)| build_one(name, source, lane, places, on_built))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        let mut built = BTreeMap::new();
+        for handle in handles {
+            built.extend(handle.join().expect("a build thread")?);
+        }
+        Ok(built)
+    })
+}
+
+fn build_one(
+    name: &'static str,
+    source: &Source,
+    lane: &str,
+    places: &Places,
+    on_built: &(dyn Fn(&str, &Built) + Sync),
+) -> Result<(&'static str, Built), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(&places.root)
+        .env_remove("CARGO_TARGET_DIR")
+        .args(["build", "--release"]);
+    let exe = match source {
+        Source::Workspace { features } => {
+            command.args(["-p", "bench-driver", "--features", features]);
+            "bench-driver"
+        }
+        Source::Peer => {
+            // The peer's lock file is committed: the measured peer is a known version.
+            command.args(["--locked", "--manifest-path", "bench/peer/Cargo.toml"]);
+            "bench-driver-peer"
+        }
+    };
+    let target_dir = places.builds.join(lane);
+    command.arg("--target-dir").arg(&target_dir);
+    let log = places.log(name);
+    let start = Instant::now();
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run cargo to build {name}: {e}"))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut text = output.stdout;
+    text.extend_from_slice(&output.stderr);
+    std::fs::write(&log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
+    if !output.status.success() {
+        let text = String::from_utf8_lossy(&text);
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        return Err(format!(
+            "building the {name} driver failed (full log: {}):\n{tail}",
+            log.display()
+        ));
+    }
+    let exe = format!("{exe}{}", std::env::consts::EXE_SUFFIX);
+    let from = target_dir.join("release").join(exe);
+    let to = places
+        .bin_dir()
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    std::fs::copy(&from, &to).map_err(|e| format!("copying {}: {e}", from.display()))?;
+    let built = Built { path: to, seconds };
+    on_built(name, &built);
+    Ok((name, built))
+}

@@ -1,0 +1,62 @@
+//! `cargo run --release -p mimalloc-bench`: every allocator side by side on the benchmark's
+//! workloads, in one alternating run, with time and peak memory. See `bench/README.md`.
+
+mod binaries;
+mod build_times;
+mod compare;
+mod floor;
+mod instructions;
+mod machine;
+mod measure;
+mod options;
+mod progress;
+mod report;
+mod stats;
+mod variants;
+
+use options::Command;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = match options::parse(&args) {
+        Ok(options) => options,
+        Err(problem) => {
+            eprintln!("{problem}\n{}", options::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let command = std::iter::once("cargo run --release -p mimalloc-bench".to_owned())
+        .chain((!args.is_empty()).then(|| format!("-- {}", args.join(" "))))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let result = match options.command {
+        Command::List => {
+            list(&options);
+            Ok(())
+        }
+        Command::Compare => compare::run(&options, command),
+        Command::Instructions => instructions::run(&options),
+        Command::BuildTimes => {
+            build_times::run(options.rounds, &binaries::Places::new(options.out.clone()))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problem) => {
+            eprintln!("error: {problem}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn list(options: &options::Options) {
+    println!("workloads:");
+    for w in &options.workloads {
+        println!("  {:<16} {}", w.name, w.summary);
+    }
+    println!("allocators:");
+    for v in &options.variants {
+        println!("  {:<16} {}", v.name, v.about);
+    }
+}

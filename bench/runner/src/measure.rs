@@ -1,0 +1,111 @@
+//! One measurement: one process running one workload, its run time (as the driver timed it)
+//! and its peak resident set size (as the kernel accounted it, from `wait4`'s rusage).
+
+use crate::variants::Variant;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Wall time of the run.
+    pub nanos: u64,
+    /// User+system CPU time of the run, all threads: what a busy machine changes least.
+    pub cpu_nanos: Option<u64>,
+    /// `None` where the platform does not report it.
+    pub peak_rss_kib: Option<u64>,
+}
+
+/// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
+/// `MIMALLOC_*` variable, so that a stray setting in the caller's shell cannot skew a column.
+pub fn run(
+    binary: &Path,
+    variant: &Variant,
+    workload: &str,
+    quick: bool,
+) -> Result<Sample, String> {
+    let mut command = Command::new(binary);
+    command.args(["run", workload]);
+    if quick {
+        command.arg("--quick");
+    }
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("MIMALLOC_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(variant.env.iter().map(|(k, v)| (k, v)));
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    // The driver prints one line at the end: reading to the end before waiting cannot block.
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stdout)
+        .ok();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr)
+        .ok();
+    let (success, peak_rss_kib) = wait(child)?;
+    let what = format!("{workload} on {}", variant.name);
+    if !success {
+        return Err(format!("{what} failed: {}{}", stdout.trim(), stderr.trim()));
+    }
+    let field = |name: &str| -> Option<u64> {
+        stdout
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+    };
+    let (Some(nanos), Some(checksum), Some(expected)) =
+        (field("nanos"), field("checksum"), field("expected"))
+    else {
+        return Err(format!("{what}: unexpected output {stdout:?}"));
+    };
+    if checksum != expected {
+        return Err(format!("{what}: checksum {checksum}, expected {expected}"));
+    }
+    Ok(Sample {
+        nanos,
+        cpu_nanos: field("cpu_nanos"),
+        peak_rss_kib,
+    })
+}
+
+/// Waits for the child; returns whether it exited with status 0, and its peak RSS in KiB.
+#[cfg(unix)]
+fn wait(child: std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is a C struct of integers, for which all-zero bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet waited for (std's `Child` only waits when asked);
+    // both out-pointers point to live, writable locals of the right types.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if reaped != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Linux reports ru_maxrss in KiB (macOS in bytes).
+    let max = usage.ru_maxrss.max(0) as u64;
+    let kib = if cfg!(target_os = "macos") {
+        max / 1024
+    } else {
+        max
+    };
+    Ok((success, Some(kib)))
+}
+
+#[cfg(not(unix))]
+fn wait(mut child: std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    Ok((status.success(), None))
+}

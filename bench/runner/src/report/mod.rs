@@ -1,0 +1,125 @@
+//! The results of a run, as the terminal table, Markdown, CSV and an SVG chart.
+
+pub mod markdown;
+pub mod svg;
+pub mod table;
+
+use crate::machine::Machine;
+use crate::stats::{Samples, geometric_mean};
+use crate::variants::{PEER, SYSTEM, Variant};
+use bench_workloads::Workload;
+
+/// Everything a report shows.
+#[derive(Debug)]
+pub struct Report<'a> {
+    pub workloads: &'a [&'static Workload],
+    pub variants: &'a [Variant],
+    pub samples: &'a Samples,
+    pub machine: Machine,
+    /// The command that produced it, to repeat it.
+    pub command: String,
+}
+
+/// Which number of a [`Row`] a chart or matrix shows.
+pub type Pick = fn(&Row) -> Option<f64>;
+
+/// One allocator's line in a workload's table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub allocator: String,
+    pub median_seconds: Option<f64>,
+    pub spread: Option<f64>,
+    pub vs_system: Option<f64>,
+    pub vs_peer: Option<f64>,
+    pub cpu_seconds: Option<f64>,
+    pub cpu_vs_system: Option<f64>,
+    pub cpu_vs_peer: Option<f64>,
+    pub rss_mib: Option<f64>,
+    pub rss_vs_system: Option<f64>,
+}
+
+impl Report<'_> {
+    fn index(&self, name: &str) -> Option<usize> {
+        self.variants.iter().position(|v| v.name == name)
+    }
+
+    pub fn rows(&self, w: usize) -> Vec<Row> {
+        let (system, peer) = (self.index(SYSTEM), self.index(PEER));
+        let s = self.samples;
+        (0..self.variants.len())
+            .map(|v| Row {
+                allocator: self.variants[v].name.clone(),
+                median_seconds: s.median_seconds(w, v),
+                spread: s.spread(w, v),
+                vs_system: system.and_then(|b| s.time_ratio(w, v, b)),
+                vs_peer: peer.and_then(|b| s.time_ratio(w, v, b)),
+                cpu_seconds: s.median_cpu_seconds(w, v),
+                cpu_vs_system: system.and_then(|b| s.cpu_ratio(w, v, b)),
+                cpu_vs_peer: peer.and_then(|b| s.cpu_ratio(w, v, b)),
+                rss_mib: s.median_rss_mib(w, v),
+                rss_vs_system: system.and_then(|b| s.rss_ratio(w, v, b)),
+            })
+            .collect()
+    }
+
+    /// `ratio(w, v)` for every workload and allocator, plus each allocator's geometric mean.
+    pub fn matrix(
+        &self,
+        ratio: impl Fn(&Row) -> Option<f64>,
+    ) -> Vec<(String, Vec<Option<f64>>, Option<f64>)> {
+        let rows: Vec<Vec<Row>> = (0..self.workloads.len()).map(|w| self.rows(w)).collect();
+        (0..self.variants.len())
+            .map(|v| {
+                let values: Vec<Option<f64>> = rows.iter().map(|r| ratio(&r[v])).collect();
+                let present: Vec<f64> = values.iter().flatten().copied().collect();
+                let mean = if present.len() == values.len() {
+                    geometric_mean(&present)
+                } else {
+                    None
+                };
+                (self.variants[v].name.clone(), values, mean)
+            })
+            .collect()
+    }
+
+    /// Every sample, one line each: for spreadsheets and for re-analysis.
+    pub fn csv(&self) -> String {
+        let mut out = String::from("round,workload,allocator,nanos,cpu_nanos,peak_rss_kib\n");
+        for round in 0..self.samples.rounds {
+            for (w, workload) in self.workloads.iter().enumerate() {
+                for (v, variant) in self.variants.iter().enumerate() {
+                    if let Some(s) = &self.samples.grid[w][v][round] {
+                        let rss = s.peak_rss_kib.map_or(String::new(), |k| k.to_string());
+                        let cpu = s.cpu_nanos.map_or(String::new(), |n| n.to_string());
+                        out.push_str(&format!(
+                            "{round},{},{},{},{cpu},{rss}\n",
+                            workload.name, variant.name, s.nanos
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn seconds(s: Option<f64>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s >= 1.0 => format!("{s:.3} s"),
+        Some(s) if s >= 1e-3 => format!("{:.1} ms", s * 1e3),
+        Some(s) => format!("{:.1} µs", s * 1e6),
+    }
+}
+
+pub fn ratio(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{r:.2}x"))
+}
+
+pub fn percent(p: Option<f64>) -> String {
+    p.map_or("-".into(), |p| format!("{:.1}%", p * 100.0))
+}
+
+pub fn mib(m: Option<f64>) -> String {
+    m.map_or("-".into(), |m| format!("{m:.1} MiB"))
+}

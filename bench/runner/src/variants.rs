@@ -1,0 +1,128 @@
+//! The allocators compared, and how each one's driver binary is built.
+
+/// Where a driver binary comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `bench/driver` in this workspace, with these cargo features.
+    Workspace { features: &'static str },
+    /// `bench/peer`, its own workspace: the registry's `mimalloc` crate cannot share a
+    /// dependency graph with ours (`links = "mimalloc"`).
+    Peer,
+}
+
+/// One column of the comparison: a driver binary, run with some environment.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// The name in reports and on the command line.
+    pub name: String,
+    /// The binary it runs: the name of a built-in variant.
+    pub binary: &'static str,
+    pub source: Source,
+    /// `MIMALLOC_*` and similar variables set for its runs (all others of that kind are cleared).
+    pub env: Vec<(String, String)>,
+    pub about: String,
+}
+
+/// The allocator every ratio is also given against, besides the system one.
+pub const PEER: &str = "peer";
+pub const SYSTEM: &str = "system";
+
+/// The built-in variants, in report order.
+pub fn built_in() -> Vec<Variant> {
+    let mut all = vec![
+        workspace(SYSTEM, "system", "the platform's malloc (glibc on Linux)"),
+        workspace(
+            "ours",
+            "ours",
+            "this workspace's mimalloc, default features (v3)",
+        ),
+        workspace(
+            "ours-v2",
+            "ours,v2",
+            "this workspace's mimalloc, `v2` (mimalloc 2.x)",
+        ),
+        workspace(
+            "ours-secure",
+            "ours,secure",
+            "this workspace's mimalloc, `secure`",
+        ),
+        workspace(
+            "ours-no-thp",
+            "ours,no_thp",
+            "this workspace's mimalloc, `no_thp` (transparent huge pages off)",
+        ),
+    ];
+    if cfg!(not(windows)) {
+        all.push(workspace("jemalloc", "jemalloc", "tikv-jemallocator"));
+    }
+    all.push(Variant {
+        name: PEER.to_owned(),
+        binary: PEER,
+        source: Source::Peer,
+        env: Vec::new(),
+        about: "the registry's `mimalloc` crate (latest), default features".to_owned(),
+    });
+    all
+}
+
+fn workspace(name: &'static str, features: &'static str, about: &str) -> Variant {
+    Variant {
+        name: name.to_owned(),
+        binary: name,
+        source: Source::Workspace { features },
+        env: Vec::new(),
+        about: about.to_owned(),
+    }
+}
+
+/// Parses `NAME=BASE:VAR=VALUE[:VAR=VALUE...]`: a built-in variant's binary run with extra
+/// environment variables.
+pub fn parse_extra(spec: &str) -> Result<Variant, String> {
+    let bad = || format!("--variant {spec}: expected NAME=BASE:VAR=VALUE[:VAR=VALUE...]");
+    let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
+    let mut parts = rest.split(':');
+    let base_name = parts.next().ok_or_else(bad)?;
+    let base = built_in()
+        .into_iter()
+        .find(|v| v.name == base_name)
+        .ok_or_else(|| format!("--variant {spec}: no built-in allocator called {base_name}"))?;
+    let env: Vec<(String, String)> = parts
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(bad)
+        })
+        .collect::<Result<_, _>>()?;
+    if name.is_empty() || env.is_empty() {
+        return Err(bad());
+    }
+    let settings: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Ok(Variant {
+        name: name.to_owned(),
+        about: format!("{} with {}", base.name, settings.join(" ")),
+        env,
+        ..base
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Source, parse_extra};
+
+    #[test]
+    fn an_extra_variant_runs_its_base_binary_with_its_environment() {
+        let v =
+            parse_extra("ours-purge0=ours:MIMALLOC_PURGE_DELAY=0:MIMALLOC_ALLOW_THP=0").unwrap();
+        assert_eq!(v.name, "ours-purge0");
+        assert_eq!(v.binary, "ours");
+        assert_eq!(v.source, Source::Workspace { features: "ours" });
+        assert_eq!(v.env.len(), 2);
+        assert_eq!(v.env[1], ("MIMALLOC_ALLOW_THP".into(), "0".into()));
+        assert!(parse_extra("x=nosuch:A=1").is_err());
+        assert!(
+            parse_extra("x=ours").is_err(),
+            "an extra variant sets something"
+        );
+        assert!(parse_extra("x=ours:A").is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! The workloads of the allocator benchmark, and the command line of the driver binaries.
+//!
+//! Each workload is modelled on a program whose team published allocator comparisons (a log
+//! viewer's producer loop, a search engine's indexer, a policy engine, a blockchain node's block
+//! replay, ...). A workload is prepared first (its input and the answer it must produce, both
+//! from a fixed seed), then run; only the run is timed. The run computes its answer from the
+//! memory it allocated, and the driver refuses a run whose answer differs: an allocator cannot
+//! win by doing less, and a broken one cannot pass.
+//!
+//! Every allocator is linked into its own copy of the same driver ([`driver::main`]): the
+//! workloads never know which allocator serves them.
+
+pub mod driver;
+pub mod rng;
+
+mod cross_thread;
+mod growth;
+mod indexing;
+mod large_aligned;
+mod policy_eval;
+mod producer_loop;
+mod replay;
+mod server_churn;
+
+/// How much work a run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// The measured size: each workload takes about 0.3-3 s in a release build.
+    Full,
+    /// About a fiftieth of it: enough to exercise every code path in milliseconds (tests).
+    Quick,
+}
+
+impl Scale {
+    /// `full` at full scale, and a fiftieth of it (at least 1) in quick mode.
+    pub fn of(self, full: usize) -> usize {
+        match self {
+            Scale::Full => full,
+            Scale::Quick => (full / 50).max(1),
+        }
+    }
+}
+
+/// What a run computed, and what it should have computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Derived from the memory the run allocated and filled.
+    pub checksum: u64,
+    /// Derived from the generator's own record of the input, without the run's data structures.
+    pub expected: u64,
+}
+
+impl Outcome {
+    /// Whether the run produced the answer it had to.
+    pub fn passed(&self) -> bool {
+        self.checksum == self.expected
+    }
+}
+
+/// A prepared workload: calling it does the timed work.
+pub type Run = Box<dyn FnOnce() -> Outcome>;
+
+/// One workload of the benchmark.
+#[derive(Clone, Copy, Debug)]
+pub struct Workload {
+    /// Its name on the command line and in the reports.
+    pub name: &'static str,
+    /// One line on what it does and which program it stands for.
+    pub summary: &'static str,
+    /// Generates the input and the expected answer (untimed).
+    pub prepare: fn(Scale) -> Run,
+}
+
+/// Every workload, in the order the reports list them.
+pub const ALL: &[Workload] = &[
+    producer_loop::WORKLOAD,
+    indexing::WORKLOAD,
+    policy_eval::WORKLOAD,
+    replay::WORKLOAD,
+    cross_thread::TWO_THREADS,
+    cross_thread::FOUR_THREADS,
+    server_churn::WORKLOAD,
+    growth::WORKLOAD,
+    large_aligned::WORKLOAD,
+];
+
+/// The workload called `name`.
+pub fn find(name: &str) -> Option<&'static Workload> {
+    ALL.iter().find(|w| w.name == name)
+}
+
+/// Folds `value` into a running checksum; order matters, so a reordered result is caught too.
+pub fn mix(sum: u64, value: u64) -> u64 {
+    (sum ^ value).wrapping_mul(0x0100_0000_01b3).rotate_left(17)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ALL, Scale};
+
+    /// Every workload's quick run produces the answer its generator predicted. The benchmark's
+    /// integration test checks the same in every allocator's binary; this one fails closer to
+    /// the code when a workload itself is wrong.
+    #[test]
+    fn every_workload_passes_its_own_check_in_quick_mode() {
+        for workload in ALL {
+            let outcome = (workload.prepare)(Scale::Quick)();
+            assert!(outcome.passed(), "{}: {outcome:?}", workload.name);
+            assert_ne!(outcome.checksum, 0, "{}: an empty run", workload.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_command_line_friendly() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(
+                a.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            );
+            assert!(
+                ALL[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+        }
+    }
+}
