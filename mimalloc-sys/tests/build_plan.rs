@@ -352,21 +352,23 @@ fn override_is_refused_loudly_on_windows() {
 }
 
 #[test]
-fn android_and_linux_honour_no_thp_others_say_it_does_nothing() {
+fn transparent_huge_pages_are_off_by_default_where_they_exist() {
     for triple in ["aarch64-linux-android", "x86_64-unknown-linux-gnu"] {
-        let plan = build(
-            &target(triple),
-            Features {
-                no_thp: true,
-                ..Features::default()
-            },
-        );
-        assert_eq!(
-            value(&plan, "MI_DEFAULT_ALLOW_THP"),
-            Some(Some("0")),
-            "{triple}"
-        );
-        assert!(plan.warnings.is_empty(), "{triple}");
+        for no_thp in [false, true] {
+            let plan = build(
+                &target(triple),
+                Features {
+                    no_thp,
+                    ..Features::default()
+                },
+            );
+            assert_eq!(
+                value(&plan, "MI_DEFAULT_ALLOW_THP"),
+                Some(Some("0")),
+                "{triple}"
+            );
+            assert!(plan.warnings.is_empty(), "{triple}");
+        }
     }
     let plan = default_plan("aarch64-linux-android");
     assert!(

@@ -14,7 +14,7 @@ const ALLOCATORS: [&str; 7] = [
     "ours",
     "ours-v2",
     "ours-secure",
-    "ours-no-thp",
+    "ours-thp",
     "jemalloc",
     "peer",
 ];
