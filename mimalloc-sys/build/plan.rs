@@ -229,6 +229,14 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
             Some("1"),
             "`guarded` feature: a sample of blocks is followed by a guard page",
         );
+    } else {
+        define(
+            "MI_GUARDED",
+            Some("0"),
+            "mimalloc turns guard pages on in every debug build, where they make `mi_heap_destroy` \
+             a `mi_heap_delete` (mimalloc 2: a dropped Heap leaks) and expose the realloc crash \
+             that refuses the `guarded` feature",
+        );
     }
     if features.override_malloc && !target.is_windows() {
         define(

@@ -592,10 +592,29 @@ fn guarded_pages_are_refused_while_realloc_crashes() {
         );
         assert!(why.contains("guard page"), "{why}");
     }
-    assert_eq!(
-        value(&default_plan("x86_64-unknown-linux-gnu"), "MI_GUARDED"),
-        None
-    );
+}
+
+/// mimalloc's headers turn MI_GUARDED on whenever MI_DEBUG is set; the plan keeps it off in
+/// every build, `debug` included, so that debug builds behave like release builds.
+#[test]
+fn guard_pages_stay_off_in_debug_builds() {
+    for debug in [false, true] {
+        let features = Features {
+            debug,
+            ..Features::default()
+        };
+        for release in [false, true] {
+            let plan = match plan::decide(&target("x86_64-unknown-linux-gnu"), &features, release) {
+                Decision::Build(plan) => plan,
+                Decision::Skip(why) | Decision::Refuse(why) => panic!("{why}"),
+            };
+            assert_eq!(
+                value(&plan, "MI_GUARDED"),
+                Some(Some("0")),
+                "debug {debug}, release {release}"
+            );
+        }
+    }
 }
 
 /// The build script must never ask the host what the target is. Target facts come from cargo's

@@ -121,6 +121,11 @@ impl Arena {
     /// # Ok::<(), mimalloc::ArenaError>(())
     /// ```
     pub fn manage(region: &'static mut [MaybeUninit<u8>], sharing: Sharing) -> Result<Arena, ArenaError> {
+        // mimalloc aligns the start itself, but `debug` builds of mimalloc 3 assert that the
+        // caller already did, so the alignment happens here for every build.
+        let misalignment = region.as_ptr() as usize % REGION_ALIGN;
+        let skip = if misalignment == 0 { 0 } else { REGION_ALIGN - misalignment };
+        let region = region.get_mut(skip..).ok_or(ArenaError::Refused)?;
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
         let exclusive = sharing == Sharing::Exclusive;
         // SAFETY: the region is valid for reads and writes for the rest of the process and
@@ -165,6 +170,20 @@ impl Arena {
         p >= start && p - start < size
     }
 }
+
+/// Where mimalloc wants a caller's region to start: one arena slice (64 KiB, 32 KiB on 32-bit
+/// targets) with mimalloc 3, one segment (32 MiB, 4 MiB on 32-bit targets) with mimalloc 2.
+const REGION_ALIGN: usize = if cfg!(feature = "v2") {
+    if cfg!(target_pointer_width = "64") {
+        32 << 20
+    } else {
+        4 << 20
+    }
+} else if cfg!(target_pointer_width = "64") {
+    64 << 10
+} else {
+    32 << 10
+};
 
 /// How the caller's region is described to mimalloc. mimalloc 3's parameter is `is_pinned`:
 /// the memory must not be decommitted or reset, as befits memory mimalloc does not own.

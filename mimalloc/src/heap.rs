@@ -139,7 +139,7 @@ impl Heap {
     /// this heap fail instead of asking the OS for more. See [`Arena`] for an example.
     pub fn try_new_in(arena: &Arena) -> Result<Heap, AllocError> {
         // SAFETY: the id comes from a successful reservation; arenas are never released.
-        Heap::from_raw(unsafe { ffi::mi_heap_new_in_arena(arena.id()) })
+        Heap::from_raw(unsafe { new_in_arena(arena) })
     }
 
     fn from_raw(raw: *mut ffi::mi_heap_t) -> Result<Heap, AllocError> {
@@ -300,13 +300,40 @@ impl Heap {
     /// mimalloc 3.3.2 has a bug here: freeing such a block crashes if its page came straight
     /// from the OS instead of an arena, which happens only when arenas are disabled
     /// (`MIMALLOC_ARENA_RESERVE=0` or `MIMALLOC_DISALLOW_ARENA_ALLOC=1`). With the default
-    /// options every page comes from an arena. `tests/tests/upstream_bugs.rs` watches for it.
+    /// options every page comes from an arena. mimalloc 2.3.2 built with the `debug` feature
+    /// aborts on an internal assertion freeing a block from a page that was full when its heap
+    /// was deleted (a statistic is not moved along; release builds are unaffected).
+    /// `tests/tests/upstream_bugs.rs` watches for both.
     pub fn delete(self) {
         let raw = self.as_ptr();
         core::mem::forget(self);
         // SAFETY: `self` is consumed, so nothing can use the heap after it is deleted.
         unsafe { ffi::mi_heap_delete(raw) }
     }
+}
+
+/// mimalloc 2's `mi_heap_new_in_arena` makes a heap that `mi_heap_destroy` ignores (with a
+/// warning; an assertion in `debug` builds), leaking its blocks and their arena memory. Dropping
+/// a `Heap` destroys it, so mimalloc 2 heaps in an arena are created destroyable.
+///
+/// # Safety
+///
+/// `arena` holds the id of a live arena (every `Arena` does).
+#[cfg(feature = "v2")]
+unsafe fn new_in_arena(arena: &Arena) -> *mut ffi::mi_heap_t {
+    // SAFETY: the caller passes a live arena; tag 0 is the default heap tag.
+    unsafe { ffi::mi_heap_new_ex(0, true, arena.id()) }
+}
+
+/// mimalloc 3 heaps in an arena can always be destroyed.
+///
+/// # Safety
+///
+/// `arena` holds the id of a live arena (every `Arena` does).
+#[cfg(not(feature = "v2"))]
+unsafe fn new_in_arena(arena: &Arena) -> *mut ffi::mi_heap_t {
+    // SAFETY: the caller passes a live arena.
+    unsafe { ffi::mi_heap_new_in_arena(arena.id()) }
 }
 
 impl Drop for Heap {

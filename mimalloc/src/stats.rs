@@ -121,7 +121,12 @@ fn empty_raw() -> ffi::mi_stats_t {
 }
 
 /// Reads mimalloc's process-wide statistics (`mi_stats_get`). See [`Stats`].
+///
+/// mimalloc counts per thread and adds a thread's counts to the process's when the thread
+/// exits or calls [`stats_merge`]; this function merges the calling thread's first, so the
+/// snapshot covers this thread and every exited one.
 pub fn stats() -> Stats {
+    stats_merge();
     let mut raw = empty_raw();
     // SAFETY: `raw` is a valid, writable `mi_stats_t` whose header names its size and version.
     let filled = unsafe { ffi::mi_stats_get(&mut raw) };

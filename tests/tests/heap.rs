@@ -64,6 +64,13 @@ fn impossible_requests_fail_cleanly() {
 
 #[test]
 fn delete_keeps_blocks_alive() {
+    if cfg!(all(feature = "v2", feature = "debug")) {
+        // The canary in upstream_bugs.rs runs this in a child process and expects the abort.
+        return mimalloc_tests::skip(
+            "delete_keeps_blocks_alive",
+            "mimalloc 2.3.2 debug builds abort freeing blocks of a deleted heap from full pages",
+        );
+    }
     let heap = Heap::new();
     let layout = Layout::from_size_align(4000, 32).unwrap();
     let blocks: Vec<_> = (0..100u8)
