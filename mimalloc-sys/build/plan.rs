@@ -500,16 +500,18 @@ fn refusal(target: &Target, features: &Features) -> Option<String> {
     if features.tsan && target.is_msvc() {
         return Some("the `tsan` feature: MSVC has no ThreadSanitizer".to_string());
     }
-    if features.guarded {
+    if features.guarded && features.override_malloc {
         // Found by this workspace's model and ffi tests (MIMALLOC_GUARDED_SAMPLE_RATE=10 makes it
         // quick): `mi_realloc` of a guarded block copies the usable size of the block that
         // holds it, not the object's size, so the copy runs from the object into its guard
         // page and the program dies (3.3.2: `_mi_theap_realloc_zero`; 2.3.2:
-        // `mi_heap_realloc_zero_aligned_at`). Every `Vec` growth is a realloc.
+        // `mi_heap_realloc_zero_aligned_at`). The Rust side resizes guarded builds by copy;
+        // C code calling the overridden `realloc` cannot be protected.
         return Some(
-            "the `guarded` feature is refused: with mimalloc 3.3.2 and 2.3.2 a realloc of a \
-             guarded block copies past the object into its guard page and crashes (seen in this \
-             workspace's tests); it stays off until a vendored mimalloc fixes it"
+            "`guarded` with `override` is refused: with mimalloc 3.3.2 and 2.3.2 a realloc of a \
+             guarded block copies past the object into its guard page and crashes; the Rust \
+             allocators avoid mimalloc's realloc in guarded builds, but C callers of the \
+             overridden `realloc` would hit it"
                 .to_string(),
         );
     }

@@ -130,6 +130,15 @@ unsafe impl GlobalAlloc for MiMalloc {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if GUARDED {
+            // SAFETY: the trait's contract: `ptr` is a live block of `layout.size()` bytes, and
+            // `new_size` rounded up to `layout.align()` does not overflow `isize`, so the new
+            // layout is valid.
+            return unsafe {
+                let new = Layout::from_size_align_unchecked(new_size, layout.align());
+                realloc_by_copy(ptr, layout.size(), new, |new| self.alloc(new))
+            };
+        }
         let align = layout.align();
         let p = if is_natural(align, new_size) {
             // SAFETY: `ptr` is a live mimalloc block (caller contract); a block of `new_size`
@@ -142,4 +151,38 @@ unsafe impl GlobalAlloc for MiMalloc {
         };
         p.cast()
     }
+}
+
+/// Whether mimalloc is built with guard pages (the `guarded` feature).
+pub(crate) const GUARDED: bool = cfg!(feature = "guarded");
+
+/// Resizes by allocating, copying and freeing, never through mimalloc's realloc. With guard
+/// pages (`guarded`), mimalloc 3.3.2 and 2.3.2 copy the usable size of the block that holds a
+/// guarded object, which runs past the object into its guard page and faults; here the
+/// object's size is known, so only it is copied. Growth is never in place then, which a
+/// hardening build can afford; a shrink by at most half keeps the block, as mimalloc does.
+///
+/// # Safety
+///
+/// `ptr` must be a live mimalloc block of at least `old_size` bytes, and `alloc` must return a
+/// block for its layout or null. After success only the result may be used.
+pub(crate) unsafe fn realloc_by_copy(
+    ptr: *mut u8,
+    old_size: usize,
+    new: Layout,
+    alloc: impl FnOnce(Layout) -> *mut u8,
+) -> *mut u8 {
+    if new.size() <= old_size && new.size() >= old_size / 2 && ptr as usize % new.align() == 0 {
+        return ptr;
+    }
+    let q = alloc(new);
+    if !q.is_null() {
+        // SAFETY: `ptr` and `q` are distinct live blocks holding at least the bytes copied;
+        // the old block is freed once, after the copy, and only on success.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr, q, old_size.min(new.size()));
+            ffi::mi_free(ptr.cast::<c_void>());
+        }
+    }
+    q
 }

@@ -5,7 +5,7 @@
 //! `RawAllocator`. Zero-sized layouts get a real minimal block from mimalloc (which every
 //! method then treats like any other block), so no dangling-pointer special case is needed.
 
-use crate::alloc::is_natural;
+use crate::alloc::{is_natural, realloc_by_copy, GUARDED};
 use crate::{Heap, MiMalloc};
 use core::alloc::Layout;
 use core::ffi::c_void;
@@ -17,13 +17,14 @@ pub(crate) trait RawAllocator {
     /// A block for `layout` (zeroed if asked), or null.
     fn raw_alloc(&self, layout: Layout, zeroed: bool) -> *mut u8;
 
-    /// Resizes the block at `ptr` to `size` bytes aligned to `align`; null on failure, with
-    /// the old block untouched.
+    /// Resizes the block at `ptr`, of `old_size` bytes, to `new`; null on failure, with the
+    /// old block untouched.
     ///
     /// # Safety
     ///
-    /// `ptr` must be a live mimalloc block; after success only the result may be used.
-    unsafe fn raw_realloc(&self, ptr: *mut u8, size: usize, align: usize) -> *mut u8;
+    /// `ptr` must be a live mimalloc block of at least `old_size` bytes; after success only the
+    /// result may be used.
+    unsafe fn raw_realloc(&self, ptr: *mut u8, old_size: usize, new: Layout) -> *mut u8;
 }
 
 impl RawAllocator for MiMalloc {
@@ -44,8 +45,12 @@ impl RawAllocator for MiMalloc {
     }
 
     #[inline]
-    unsafe fn raw_realloc(&self, ptr: *mut u8, size: usize, align: usize) -> *mut u8 {
-        let p = ptr.cast::<c_void>();
+    unsafe fn raw_realloc(&self, ptr: *mut u8, old_size: usize, new: Layout) -> *mut u8 {
+        if GUARDED {
+            // SAFETY: forwarded contract; `raw_alloc` returns a block for `new` or null.
+            return unsafe { realloc_by_copy(ptr, old_size, new, |layout| self.raw_alloc(layout, false)) };
+        }
+        let (p, size, align) = (ptr.cast::<c_void>(), new.size(), new.align());
         // SAFETY: `p` is a live mimalloc block (caller contract); plain blocks of `size` bytes
         // are naturally aligned to `align` when `is_natural` says so.
         let q = unsafe {
@@ -71,8 +76,13 @@ impl RawAllocator for Heap {
     }
 
     #[inline]
-    unsafe fn raw_realloc(&self, ptr: *mut u8, size: usize, align: usize) -> *mut u8 {
-        let p = ptr.cast::<c_void>();
+    unsafe fn raw_realloc(&self, ptr: *mut u8, old_size: usize, new: Layout) -> *mut u8 {
+        if GUARDED {
+            // SAFETY: forwarded contract; `raw_alloc` returns a block of this heap for `new` or
+            // null.
+            return unsafe { realloc_by_copy(ptr, old_size, new, |layout| self.raw_alloc(layout, false)) };
+        }
+        let (p, size, align) = (ptr.cast::<c_void>(), new.size(), new.align());
         // SAFETY: as for `MiMalloc`; the heap is live for `&self`, and a moved block lands in it.
         let q = unsafe {
             if is_natural(align, size) {
@@ -92,9 +102,9 @@ impl RawAllocator for &Heap {
     }
 
     #[inline]
-    unsafe fn raw_realloc(&self, ptr: *mut u8, size: usize, align: usize) -> *mut u8 {
+    unsafe fn raw_realloc(&self, ptr: *mut u8, old_size: usize, new: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
-        unsafe { (**self).raw_realloc(ptr, size, align) }
+        unsafe { (**self).raw_realloc(ptr, old_size, new) }
     }
 }
 
@@ -127,7 +137,7 @@ macro_rules! impl_allocator {
             unsafe fn grow(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Result<NonNull<[u8]>, $alloc_error> {
                 debug_assert!(new.size() >= old.size(), "grow to a smaller size");
                 // SAFETY: `ptr` is a live block of this allocator (trait contract).
-                let p = unsafe { RawAllocator::raw_realloc(self, ptr.as_ptr(), new.size(), new.align()) };
+                let p = unsafe { RawAllocator::raw_realloc(self, ptr.as_ptr(), old.size(), new) };
                 slice(p, new.size()).ok_or($alloc_error)
             }
 
@@ -145,7 +155,7 @@ macro_rules! impl_allocator {
             unsafe fn shrink(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Result<NonNull<[u8]>, $alloc_error> {
                 debug_assert!(new.size() <= old.size(), "shrink to a larger size");
                 // SAFETY: as in `grow`; mimalloc keeps the block in place when it can.
-                let p = unsafe { RawAllocator::raw_realloc(self, ptr.as_ptr(), new.size(), new.align()) };
+                let p = unsafe { RawAllocator::raw_realloc(self, ptr.as_ptr(), old.size(), new) };
                 slice(p, new.size()).ok_or($alloc_error)
             }
         }

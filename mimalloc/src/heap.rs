@@ -1,6 +1,6 @@
 //! `Heap`: an owned mimalloc heap, usable as an allocator for collections.
 
-use crate::alloc::is_natural;
+use crate::alloc::{is_natural, realloc_by_copy, GUARDED};
 use crate::{AllocError, Arena};
 use core::alloc::Layout;
 use core::ffi::c_void;
@@ -17,6 +17,8 @@ use mimalloc_sys as ffi;
 ///   outlive it.
 /// - [`Heap::delete`] instead moves the blocks still alive to the default heap
 ///   (`mi_heap_delete`), where they stay valid until freed.
+/// - With the `guarded` feature, mimalloc cannot destroy heaps: dropping one deletes it, so
+///   blocks still allocated in it stay allocated (a leak, never a dangling block).
 /// - With the `allocator-api2` feature, `&Heap` implements `allocator_api2::alloc::Allocator`,
 ///   so `allocator_api2::vec::Vec::new_in(&heap)` and `hashbrown::HashMap::new_in(&heap)` work
 ///   on stable Rust; with the `nightly` feature it implements `core::alloc::Allocator`.
@@ -233,6 +235,14 @@ impl Heap {
     /// returned pointer may be used (with a layout of `new_size` and the same alignment).
     #[inline]
     pub unsafe fn reallocate(&self, ptr: NonNull<u8>, layout: Layout, new_size: usize) -> Result<NonNull<u8>, AllocError> {
+        if GUARDED {
+            let new = Layout::from_size_align(new_size, layout.align()).map_err(|_| AllocError)?;
+            let alloc = |new| self.allocate(new).map_or(core::ptr::null_mut(), NonNull::as_ptr);
+            // SAFETY: the caller passes a live block of `layout.size()` bytes; `alloc` returns a
+            // block of this heap for `new` or null.
+            let q = unsafe { realloc_by_copy(ptr.as_ptr(), layout.size(), new, alloc) };
+            return NonNull::new(q).ok_or(AllocError);
+        }
         let (heap, p, align) = (self.as_ptr(), ptr.as_ptr().cast::<c_void>(), layout.align());
         let q = if is_natural(align, new_size) {
             // SAFETY: `p` is a live mimalloc block (caller contract); a plain block of
@@ -337,12 +347,21 @@ unsafe fn new_in_arena(arena: &Arena) -> *mut ffi::mi_heap_t {
 }
 
 impl Drop for Heap {
-    /// Destroys the heap and frees every block still allocated in it (`mi_heap_destroy`).
+    /// Destroys the heap and frees every block still allocated in it (`mi_heap_destroy`); in
+    /// `guarded` builds, deletes it instead (see [`Heap`]).
     fn drop(&mut self) {
-        // SAFETY: dropping needs `&mut self`, so no `&Heap` is alive: no collection allocating
-        // in this heap can still exist (they borrow it), and raw blocks from `allocate` are
-        // documented to die with it.
-        unsafe { ffi::mi_heap_destroy(self.as_ptr()) }
+        if GUARDED {
+            // mimalloc replaces destroy by delete in guarded builds anyway, and its replacement
+            // in mimalloc 3.3.2 (the calling thread's part of the heap only) crashes when other
+            // threads used the heap (`heap_dropped_while_its_threads_live_on`).
+            // SAFETY: dropping needs `&mut self`, so nothing uses the heap afterwards.
+            unsafe { ffi::mi_heap_delete(self.as_ptr()) }
+        } else {
+            // SAFETY: dropping needs `&mut self`, so no `&Heap` is alive: no collection
+            // allocating in this heap can still exist (they borrow it), and raw blocks from
+            // `allocate` are documented to die with it.
+            unsafe { ffi::mi_heap_destroy(self.as_ptr()) }
+        }
     }
 }
 

@@ -180,17 +180,25 @@ pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Resul
 /// assert!(json.starts_with('{') && json.contains("\"reserved\""));
 /// ```
 pub fn stats_json() -> rust_alloc::string::String {
-    // SAFETY: with a null buffer mimalloc allocates the text with `mi_malloc` (or returns null
-    // when out of memory); we copy it and free it with `mi_free`.
-    unsafe {
-        let text = ffi::mi_stats_get_json(0, core::ptr::null_mut());
-        if text.is_null() {
-            rust_alloc::alloc::handle_alloc_error(core::alloc::Layout::new::<[u8; 4096]>());
+    // Into a buffer of ours, doubled until the document fits: left to itself, mimalloc grows
+    // its own buffer with `mi_realloc`, which faults on guarded blocks (the `guarded` feature).
+    let mut size = 4 << 10; // the document is ~15 KiB: the doubling is always exercised
+    loop {
+        let mut buf = rust_alloc::vec![0u8; size];
+        // SAFETY: `buf` is writable for `size` bytes; mimalloc writes at most `size - 1` bytes
+        // and a terminating zero into it, and keeps no pointer to it.
+        let text = unsafe { ffi::mi_stats_get_json(size, buf.as_mut_ptr().cast()) };
+        // Null only if the stats header mismatched, which the vendored header rules out.
+        debug_assert!(!text.is_null(), "mi_stats_get_json refused");
+        let len = buf.iter().position(|&b| b == 0).unwrap_or(size);
+        // mimalloc stops writing when the buffer is full: a document that ends well before the
+        // end is complete.
+        if len + 2 < size {
+            buf.truncate(len);
+            return rust_alloc::string::String::from_utf8(buf)
+                .unwrap_or_else(|e| rust_alloc::string::String::from_utf8_lossy(e.as_bytes()).into_owned());
         }
-        let bytes = crate::output::c_str_bytes(text);
-        let json = rust_alloc::string::String::from_utf8_lossy(bytes).into_owned();
-        ffi::mi_free(text.cast());
-        json
+        size *= 2;
     }
 }
 

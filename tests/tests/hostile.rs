@@ -109,13 +109,16 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
             "reported: {reported}, survived: {survived}"
         );
     } else if V2 {
-        // Unchecked, the outcome depends on what the OS maps there: a crash on Linux.
-        if cfg!(target_os = "linux") {
-            assert!(
-                !survived,
-                "mimalloc 2 without `secure` survived a foreign free"
-            );
-        }
+        // Unchecked, mimalloc 2 takes whatever lies at the address rounded down to a segment
+        // for a segment header: a crash if nothing is mapped there, a warning about corrupted
+        // meta-data or nothing at all if something is. Either way it is not detected as a
+        // foreign pointer, which is what `secure` and `debug` are for.
+        assert!(
+            !run.stderr.contains("does not point to a valid heap space"),
+            "mimalloc 2 checked a pointer without `secure` or `debug`: {}",
+            run.stderr
+        );
+        println!("mimalloc 2 unchecked: survived {survived}, reported {reported}");
     } else {
         assert_eq!(reported, DEBUG, "error message expected: {DEBUG}");
         if SECURE || DEBUG {

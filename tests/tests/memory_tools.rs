@@ -172,3 +172,50 @@ fn child_guarded_block_overflow_faults_at_once() {
         "the write one byte past a guarded block did not fault"
     );
 }
+
+/// mimalloc 3.3.2 and 2.3.2: `mi_realloc` of a guarded block copies the usable size of the
+/// block that holds it, past the object into its guard page, and faults. `MiMalloc` (and
+/// `Heap`, and the `Allocator` impls) resize by copy in guarded builds; this shows both sides,
+/// every block guarded: `MiMalloc.realloc` keeps the contents, `mi_realloc` dies.
+#[test]
+fn child_guarded_realloc_faults_in_mimalloc_but_not_through_mimalloc_rs() {
+    let test = "child_guarded_realloc_faults_in_mimalloc_but_not_through_mimalloc_rs";
+    if is_child() {
+        let layout = Layout::from_size_align(100, 8).unwrap();
+        // SAFETY: every block is live and used within its size, until the raw `mi_realloc`,
+        // whose fault is the point.
+        unsafe {
+            MiMalloc.dealloc(MiMalloc.alloc(layout), layout);
+            let p = MiMalloc.alloc(layout);
+            p.write_bytes(7, 100);
+            let q = MiMalloc.realloc(p, layout, 10_000);
+            assert!((0..100).all(|i| *q.add(i) == 7), "contents lost in realloc");
+            let q = MiMalloc.realloc(q, Layout::from_size_align(10_000, 8).unwrap(), 50);
+            assert!((0..50).all(|i| *q.add(i) == 7), "contents lost in a shrink");
+            MiMalloc.dealloc(q, Layout::from_size_align(50, 8).unwrap());
+            println!("OURS OK");
+            let p = mimalloc_sys::mi_malloc(100);
+            let q = mimalloc_sys::mi_realloc(p, 10_000);
+            println!("RAW SURVIVED {}", q.is_null());
+        }
+        return;
+    }
+    if !cfg!(feature = "guarded") {
+        return skip(test, "not a `guarded` build");
+    }
+    let run = run_child_with_timeout(
+        test,
+        &[
+            ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
+            ("MIMALLOC_GUARDED_PRECISE", "1"),
+        ],
+        Duration::from_secs(60),
+    );
+    report(test, &run);
+    assert!(run.stdout.contains("OURS OK"), "MiMalloc's realloc failed");
+    assert!(
+        !run.succeeded() && !run.stdout.contains("RAW SURVIVED"),
+        "mi_realloc of a guarded block no longer faults: the bug is fixed; resize through \
+         mimalloc again in guarded builds (realloc_by_copy) and remove this canary"
+    );
+}
