@@ -36,6 +36,56 @@ const fn natural_size(size: usize, align: usize) -> usize {
     if size < align { align } else { size }
 }
 
+/// Zeroes `size` bytes at `p`, and not one more: `secure` and `debug` builds check that the
+/// bytes between the requested size and the block's end are untouched. Up to 64 bytes with two
+/// overlapping stores of the largest width that fits, inline, as `memset` implementations do
+/// it; a call to `memset` costs more than the stores for the sizes most zeroed allocations
+/// have (callgrind, per zeroed 32-byte allocate+free pair: 76.1 instructions with `memset`,
+/// 72.1 with these stores, 71.1 for a C loop of `mi_zalloc` + `mi_free`; BENCHMARKS.md).
+///
+/// # Safety
+///
+/// `p` must be valid for writes of `size` bytes.
+#[inline(always)]
+unsafe fn zero(p: *mut u8, size: usize) {
+    /// Two stores of `T` (zero), at `p` and ending at `p + size`; `size` is within
+    /// `size_of::<T>()..=2 * size_of::<T>()`.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid for writes of `size` bytes.
+    #[inline(always)]
+    unsafe fn two<T: Default>(p: *mut u8, size: usize) {
+        let width = core::mem::size_of::<T>();
+        debug_assert!(size >= width && size <= 2 * width);
+        // SAFETY: both stores lie within `p..p + size` (the bounds above); unaligned stores
+        // need no alignment.
+        unsafe {
+            p.cast::<T>().write_unaligned(T::default());
+            p.add(size - width).cast::<T>().write_unaligned(T::default());
+        }
+    }
+    // Largest first: the common sizes take the fewest tests.
+    // SAFETY: each branch's stores cover exactly `0..size` (see `two`).
+    unsafe {
+        if size > 64 {
+            core::ptr::write_bytes(p, 0, size)
+        } else if size >= 32 {
+            two::<[u128; 2]>(p, size)
+        } else if size >= 16 {
+            two::<u128>(p, size)
+        } else if size >= 8 {
+            two::<u64>(p, size)
+        } else if size >= 4 {
+            two::<u32>(p, size)
+        } else if size >= 2 {
+            two::<u16>(p, size)
+        } else if size == 1 {
+            p.write(0)
+        }
+    }
+}
+
 /// mimalloc as a Rust allocator.
 ///
 /// Every allocation of a program that installs it (with [`assign_global!`](crate::assign_global)
@@ -45,7 +95,8 @@ const fn natural_size(size: usize, align: usize) -> usize {
 /// Each `GlobalAlloc` method is one call into mimalloc. When the layout's alignment is
 /// naturally satisfied: `mi_malloc_small` for blocks of at most `MI_SMALL_SIZE_MAX` bytes (1 KiB
 /// on 64-bit targets: mimalloc's inlined fast path, without the size test and call `mi_malloc`
-/// makes; zeroed ones are cleared with `memset`), else `mi_malloc`, `mi_zalloc`, `mi_realloc`;
+/// makes; zeroed ones are cleared inline up to 64 bytes, with `memset` above), else
+/// `mi_malloc`, `mi_zalloc`, `mi_realloc`;
 /// otherwise their `_aligned` variants. Every valid [`Layout`] is accepted: a request mimalloc
 /// cannot satisfy (a size near
 /// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
@@ -107,7 +158,7 @@ unsafe impl GlobalAlloc for MiMalloc {
                 let p = unsafe { ffi::mi_malloc_small(size) };
                 if !p.is_null() {
                     // SAFETY: `p` is a fresh block of at least `size` writable bytes.
-                    unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, size) };
+                    unsafe { zero(p.cast::<u8>(), size) };
                 }
                 p
             } else {

@@ -12,7 +12,10 @@ fn count_for(size: usize) -> usize {
 }
 
 fn dirty_then_zeroed(size: usize, align: usize) {
-    let count = count_for(size);
+    dirty_then_zeroed_blocks(size, align, count_for(size));
+}
+
+fn dirty_then_zeroed_blocks(size: usize, align: usize, count: usize) {
     let layout = Layout::from_size_align(size, align).unwrap();
     let mut blocks = Vec::with_capacity(count);
     for i in 0..count {
@@ -63,6 +66,17 @@ fn dirty_then_zeroed(size: usize, align: usize) {
 fn small_plain() {
     for size in [1, 7, 8, 16, 24, 100, 512, 1000, 4096, 10_000, 65_536] {
         dirty_then_zeroed(size, 8.min(size.next_power_of_two()));
+    }
+}
+
+/// Every size around `MiMalloc`'s inline zeroing (two overlapping stores up to 64 bytes, then
+/// `memset`), at alignment 1 so that no size is rounded up. Writing past the size is caught
+/// too, by the padding checks of the `secure` and `debug` builds in the feature matrix.
+#[test]
+fn every_size_up_to_80() {
+    for size in 1..=80 {
+        // A few pages' worth (64 KiB pages): enough for reuse, quick for 80 sizes.
+        dirty_then_zeroed_blocks(size, 1, 4096);
     }
 }
 
