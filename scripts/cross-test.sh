@@ -160,7 +160,7 @@ for features in "$@"; do
   [ -n "$features" ] && feature_args=(--features "$features")
   exes=$(cd "$ws" && "$old_cargo" test --offline --target "$target" -p mimalloc-sys -p mimalloc -p mimalloc-tests \
       ${features:+--features "mimalloc-tests/$(sed 's/,/,mimalloc-tests\//g' <<<"$features")"} \
-      --no-run --message-format=json 2>/dev/null |
+      --no-run --message-format=json 2>"$scratch/build-errors.log" |
     python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -168,7 +168,7 @@ for line in sys.stdin:
     if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
         print(msg["executable"])
 ')
-  [ -n "$exes" ] || { echo "no test binaries were built for $label" >&2; exit 1; }
+  [ -n "$exes" ] || { tail -40 "$scratch/build-errors.log" >&2; echo "no test binaries were built for $label" >&2; exit 1; }
   while read -r exe; do
     run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
   done <<<"$exes"

@@ -18,7 +18,7 @@ dir=$(cd "$dir" && pwd)
 ws="$dir/ws"
 
 if [ -f "$dir/stamp" ] &&
-  [ -z "$(cd "$root" && find Cargo.toml mimalloc-sys mimalloc tests vendor examples/product/src examples/product/Cargo.toml \
+  [ -z "$(cd "$root" && find Cargo.toml mimalloc-sys mimalloc tests vendor fuzz/corpus examples/product/src examples/product/Cargo.toml \
     "${BASH_SOURCE[0]}" -newer "$dir/stamp" -print -quit)" ]; then
   exit 0
 fi
@@ -26,6 +26,9 @@ echo "==> preparing a Rust 1.63 workspace in $ws"
 rm -rf "$ws" "$dir/crates" "$dir/stamp"
 mkdir -p "$ws"
 cp -R "$root/mimalloc-sys" "$root/mimalloc" "$root/tests" "$root/vendor" "$ws/"
+# The fuzz target's seed corpus, which the model test replays (tests/tests/model.rs).
+mkdir -p "$ws/fuzz"
+cp -R "$root/fuzz/corpus" "$ws/fuzz/"
 mkdir -p "$ws/product"
 cp -R "$root/examples/product/src" "$ws/product/"
 # The product as a member: its own `[workspace]` table dropped, its path dependency re-pointed.

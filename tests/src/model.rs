@@ -174,9 +174,9 @@ fn impossible(input: &mut Input<'_>, limits: &Limits) -> Option<Layout> {
     let (size, align) = match b % 4 {
         0 => (max - (b as usize >> 2), 1),
         1 => (max / 2 + 1 + (b as usize >> 2), 8),
-        2 => (1 << 60, 4096),
+        2 => (1 << (usize::BITS - 4), 4096),
         _ if limits.absurd_alignments => (1 + b as usize, 1 << (57 + b as usize % 5)),
-        _ => (1 << 59, 1 << 20),
+        _ => (1 << (usize::BITS - 5), 1 << 20),
     };
     Layout::from_size_align(size, align).ok()
 }
@@ -365,7 +365,9 @@ impl<'a, A: GlobalAlloc> Model<'a, A> {
         }
         if let Some(block) = self.slots[slot] {
             // Only the size can make a `realloc` impossible (it keeps the block's alignment).
-            let size_impossible = layout.size() >= 1 << 56;
+            // (64-bit targets only: `impossible` gives no request on 32-bit ones.)
+            let size_impossible =
+                cfg!(target_pointer_width = "64") && layout.size() >= 1 << (usize::BITS - 8);
             if !size_impossible
                 || Layout::from_size_align(layout.size(), block.layout.align()).is_err()
             {
