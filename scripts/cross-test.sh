@@ -158,6 +158,7 @@ for features in "$@"; do
   log "$label: building the tests with $($old_rustc --version)"
   feature_args=()
   [ -n "$features" ] && feature_args=(--features "$features")
+  built=1
   exes=$(cd "$ws" && "$old_cargo" test --offline --target "$target" -p mimalloc-sys -p mimalloc -p mimalloc-tests \
       ${features:+--features "mimalloc-tests/$(sed 's/,/,mimalloc-tests\//g' <<<"$features")"} \
       --no-run --message-format=json 2>"$scratch/build-errors.log" |
@@ -167,8 +168,12 @@ for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
         print(msg["executable"])
-')
-  [ -n "$exes" ] || { tail -40 "$scratch/build-errors.log" >&2; echo "no test binaries were built for $label" >&2; exit 1; }
+') || built=0
+  if [ "$built" = 0 ] || [ -z "$exes" ]; then
+    tail -40 "$scratch/build-errors.log" >&2
+    echo "FAILED: the tests of $label did not build (the compiler's last words above)" >&2
+    exit 1
+  fi
   while read -r exe; do
     run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
   done <<<"$exes"
