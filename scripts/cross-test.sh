@@ -14,9 +14,11 @@
 #   FEATURES one run per argument, each a comma-separated feature list of mimalloc-tests
 #            ("" = default features); default: "" secure
 #
-# Installs what it needs with apt-get. Cargo 1.65 cannot read the registry's sparse index, so
-# the modern cargo resolves a Rust-1.63-compatible lock file and vendors the crates into a
-# scratch copy of the workspace under target/cross/, and the old cargo builds it --offline.
+# Installs what it needs with apt-get, naming every package the build uses (the cross compilers
+# only recommend their C libraries, and apt-get here installs no recommendations). Cargo 1.65
+# cannot read the registry's sparse index, so the modern cargo resolves a Rust-1.63-compatible
+# lock file and vendors the crates into a scratch copy of the workspace under target/cross/, and
+# the old cargo builds it --offline.
 # Exits non-zero if any test fails or any test binary crashes or times out.
 set -euo pipefail
 
@@ -40,20 +42,21 @@ skip_reasons=("product_*: they run cargo, which the test machine of a cross targ
 case "$target" in
   x86_64-unknown-linux-gnu) ;;
   i686-unknown-linux-gnu)
-    arch=i386; packages+=(libstd-rust-dev:i386 gcc-i686-linux-gnu)
+    arch=i386; packages+=(libstd-rust-dev:i386 gcc-i686-linux-gnu libc6-dev-i386-cross)
     linker=i686-linux-gnu-gcc ;;
   x86_64-pc-windows-gnu)
     packages+=(libstd-rust-dev-windows gcc-mingw-w64-x86-64 wine64)
     linker=x86_64-w64-mingw32-gcc
     emulator=wine; runner=(/usr/lib/wine/wine64) ;;
   wasm32-unknown-unknown)
-    packages+=(libstd-rust-dev-wasm32) ;;
+    # Debian's rustc links wasm with /usr/bin/rust-lld, a symlink to lld-14 (only recommended).
+    packages+=(libstd-rust-dev-wasm32 lld-14) ;;
   aarch64-unknown-linux-gnu)
-    arch=arm64; packages+=(libstd-rust-dev:arm64 gcc-aarch64-linux-gnu qemu-user)
+    arch=arm64; packages+=(libstd-rust-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
     linker=aarch64-linux-gnu-gcc
     emulator=qemu; runner=(qemu-aarch64 -L /usr/aarch64-linux-gnu) ;;
   armv7-unknown-linux-gnueabihf)
-    arch=armhf; packages+=(libstd-rust-dev:armhf gcc-arm-linux-gnueabihf qemu-user)
+    arch=armhf; packages+=(libstd-rust-dev:armhf gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user)
     linker=arm-linux-gnueabihf-gcc
     emulator=qemu; runner=(qemu-arm -L /usr/arm-linux-gnueabihf) ;;
   *) echo "unsupported target $target" >&2; exit 2 ;;
@@ -87,7 +90,19 @@ install_packages() {
   fi
   # A mirror in the middle of a sync must not stop us: the packages come from the main archive.
   apt-get update -qq || log "apt-get update reported errors; trying the install anyway"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null && return 0
+  # A foreign architecture's security index that failed to download (a stale mirror or proxy)
+  # leaves its libraries at the main archive's versions while the native ones would be taken
+  # from security, and multi-arch libraries must match: install this test toolchain from the
+  # main archive alone, and say so.
+  local codename prefs
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  prefs=$(mktemp)
+  printf 'Package: *\nPin: release n=%s-security\nPin-Priority: -1\n' "$codename" >"$prefs"
+  log "the install failed; RETRIED without $codename-security (its index for a foreign architecture is unusable)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o Dir::Etc::Preferences="$prefs" "${missing[@]}" >/dev/null
+  rm -f "$prefs"
 }
 install_packages
 

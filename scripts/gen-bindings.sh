@@ -34,7 +34,7 @@ for line in sys.stdin:
   missing=$(comm -23 <(echo "$declared") <(echo "$defined"))
   if [ -n "$missing" ]; then
     echo "bindings $version: declared but not defined by the library: $missing" >&2
-    echo "add them to DECLARED_BUT_UNDEFINED in mimalloc-sys/build/bindings.rs" >&2
+    echo "add them to declared_but_undefined() in mimalloc-sys/build/bindings.rs" >&2
     status=1
   fi
   committed="mimalloc-sys/src/bindings/$version.rs"

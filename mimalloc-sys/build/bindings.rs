@@ -4,7 +4,7 @@
 //! `x86_64-unknown-linux-gnu`, written by `scripts/gen-bindings.sh`; `.ci/run` regenerates them
 //! and fails on any difference, so the committed files cannot drift from the headers.
 
-use super::plan::Version;
+use super::plan::{Target, Version};
 use super::Sources;
 use std::path::Path;
 
@@ -28,19 +28,12 @@ fn declared_but_undefined(version: Version) -> &'static [&'static str] {
     }
 }
 
-/// Writes `bindings.rs` for mimalloc `version` into `out_dir`, generated for `target` (a triple)
-/// whose pointers are `pointer_width` bits wide.
-pub fn generate(
-    sources: &Sources,
-    version: Version,
-    target: &str,
-    pointer_width: &str,
-    out_dir: &Path,
-) {
+/// Writes `bindings.rs` for mimalloc `version` into `out_dir`, generated for `target`.
+pub fn generate(sources: &Sources, version: Version, target: &Target, out_dir: &Path) {
     let include = sources.include();
     let headers = ["mimalloc.h", "mimalloc-stats.h"];
     let mut builder = bindgen::Builder::default()
-        .clang_arg(format!("--target={target}"))
+        .clang_arg(format!("--target={}", target.triple))
         .clang_arg(format!("-I{}", include.display()))
         // mimalloc documents its API with plain `//` comments: keep them as doc comments.
         .clang_arg("-fparse-all-comments")
@@ -74,7 +67,7 @@ pub fn generate(
     let bindings = builder
         .generate()
         .unwrap_or_else(|e| panic!("bindgen failed on {}: {e}", include.display()));
-    let text = gate_layout_tests(&bindings.to_string(), pointer_width);
+    let text = gate_layout_tests(&bindings.to_string(), target.pointer_width);
     let out = out_dir.join("bindings.rs");
     std::fs::write(&out, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
 }
@@ -83,7 +76,8 @@ pub fn generate(
 /// (`mi_decl_align(8)`), but bindgen only writes an alignment it sees change the layout of the
 /// target it generates for: not on x86_64, where `i64` is 8-aligned anyway. On 32-bit x86 it
 /// is 4-aligned, and the committed bindings would under-align the struct there (the ABI test
-/// of `mimalloc-tests` caught it on i686). Say it explicitly, so one file fits every target.
+/// of `mimalloc-tests`, `tests/abi.rs`, checks it). Say it explicitly, so one file fits every
+/// target.
 /// (mimalloc 2.x declares no such alignment, and gets none.)
 #[derive(Debug)]
 struct TargetIndependentLayout {
@@ -111,7 +105,7 @@ impl bindgen::callbacks::ParseCallbacks for TargetIndependentLayout {
 /// committed bindings serve every target, but the expected numbers only fit targets with the
 /// same pointer width; the ABI test of `mimalloc-tests` checks the others against their C
 /// compiler.
-fn gate_layout_tests(text: &str, pointer_width: &str) -> String {
+fn gate_layout_tests(text: &str, pointer_width: u32) -> String {
     let test = "#[test]\nfn bindgen_test_layout_";
     assert!(
         text.contains(test),

@@ -8,7 +8,8 @@
 //!
 //! Which mimalloc is linked is chosen by cargo features (see the workspace README for the table
 //! and their costs): mimalloc 3.x by default, 2.x with `v2`; `secure`, `debug`, `override`,
-//! `no_thp`, `local_dynamic_tls` change how it is compiled. The declarations follow the
+//! `local_dynamic_tls`, `asan`, `tsan`, `valgrind`, `guarded` change how it is compiled, and
+//! `bindgen` regenerates these declarations at build time. The declarations follow the
 //! selected version, so an item that only one version has is only declared for that version.
 //!
 //! # Example
@@ -39,8 +40,9 @@
 //!
 //! The package declares `links = "mimalloc"`, so cargo refuses a dependency graph with a second
 //! copy of mimalloc (which would fail at link time), and publishes to the build scripts of
-//! direct dependants `DEP_MIMALLOC_INCLUDE` (the directory holding `mimalloc.h`) and
-//! `DEP_MIMALLOC_VERSION` (`MI_MALLOC_VERSION`, e.g. `30302`).
+//! direct dependants `DEP_MIMALLOC_RUNS` (set where mimalloc was compiled, i.e. the target has an
+//! OS), `DEP_MIMALLOC_INCLUDE` (the directory holding `mimalloc.h`) and `DEP_MIMALLOC_VERSION`
+//! (`MI_MALLOC_VERSION`, e.g. `30302`).
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -53,8 +55,9 @@
 #![allow(clippy::undocumented_unsafe_blocks, clippy::incompatible_msrv)]
 
 // Nothing is declared where mimalloc cannot run (`wasm32-unknown-unknown`, `*-none-*`): the
-// build script compiles no C there, and libc has no C types for those targets.
-#[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
+// build plan compiles no C there (`Decision::Skip`), libc has no C types for those targets, and
+// the build script sets `cfg(mimalloc_runs)` only where it compiled mimalloc.
+#[cfg(mimalloc_runs)]
 mod bindings {
     #[cfg(feature = "bindgen")]
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
@@ -66,8 +69,8 @@ mod bindings {
     include!("bindings/v2.rs");
 }
 
-#[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
+#[cfg(mimalloc_runs)]
 pub use bindings::*;
 
-#[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
+#[cfg(mimalloc_runs)]
 include!(concat!(env!("OUT_DIR"), "/baked_option_defaults.rs"));

@@ -9,164 +9,60 @@
 #[allow(dead_code)]
 mod plan;
 
+#[path = "../build/baked.rs"]
+mod baked;
+
 use plan::{Decision, Features, Language, Plan, Target, Version};
 
-/// The facts cargo gives a build script for `triple` (from `rustc --print cfg --target ...`).
+/// Per target: `target_arch`, `_vendor`, `_os`, `_env`, `_family`, `_has_atomic`, `_feature`, as
+/// `rustc --print cfg --target ...` gives them (the build plan reads nothing else).
+#[rustfmt::skip]
+const FACTS: &[(&str, [&str; 7])] = &[
+    ("x86_64-unknown-linux-gnu", ["x86_64", "unknown", "linux", "gnu", "unix", "8,16,32,64,ptr", "fxsr,sse,sse2"]),
+    ("i686-unknown-linux-gnu", ["x86", "unknown", "linux", "gnu", "unix", "8,16,32,64,ptr", "fxsr,sse,sse2"]),
+    ("aarch64-unknown-linux-gnu", ["aarch64", "unknown", "linux", "gnu", "unix", "8,16,32,64,128,ptr", "neon"]),
+    ("armv7-unknown-linux-gnueabihf", ["arm", "unknown", "linux", "gnu", "unix", "8,16,32,64,ptr", "v7,vfp3"]),
+    ("mipsel-unknown-linux-gnu", ["mips", "unknown", "linux", "gnu", "unix", "8,16,32,ptr", ""]),
+    ("x86_64-unknown-linux-musl", ["x86_64", "unknown", "linux", "musl", "unix", "8,16,32,64,ptr", "crt-static,sse2"]),
+    ("aarch64-linux-android", ["aarch64", "unknown", "android", "", "unix", "8,16,32,64,128,ptr", "neon"]),
+    ("x86_64-apple-darwin", ["x86_64", "apple", "macos", "", "unix", "8,16,32,64,128,ptr", "sse3"]),
+    ("aarch64-apple-darwin", ["aarch64", "apple", "macos", "", "unix", "8,16,32,64,128,ptr", "neon"]),
+    ("x86_64-pc-windows-msvc", ["x86_64", "pc", "windows", "msvc", "windows", "8,16,32,64,ptr", "sse2"]),
+    ("aarch64-pc-windows-msvc", ["aarch64", "pc", "windows", "msvc", "windows", "8,16,32,64,128,ptr", "neon"]),
+    ("x86_64-pc-windows-gnu", ["x86_64", "pc", "windows", "gnu", "windows", "8,16,32,64,ptr", "sse2"]),
+    ("wasm32-unknown-unknown", ["wasm32", "unknown", "unknown", "", "wasm", "8,16,32,64,ptr", ""]),
+    ("wasm32-wasip1", ["wasm32", "unknown", "wasi", "p1", "wasm", "8,16,32,64,ptr", ""]),
+    ("thumbv7em-none-eabihf", ["arm", "unknown", "none", "", "", "8,16,32,ptr", ""]),
+];
+
+/// The facts cargo gives a build script for `triple`, through the function the build script
+/// uses (cargo passes `CARGO_CFG_TARGET_OS=linux` and so on).
 fn target(triple: &str) -> Target {
-    let (arch, vendor, os, env, family, atomics, features): (
-        &str,
-        &str,
-        &str,
-        &str,
-        &str,
-        &str,
-        &str,
-    ) = match triple {
-        "x86_64-unknown-linux-gnu" => (
-            "x86_64",
-            "unknown",
-            "linux",
-            "gnu",
-            "unix",
-            "8,16,32,64,ptr",
-            "fxsr,sse,sse2",
-        ),
-        "i686-unknown-linux-gnu" => (
-            "x86",
-            "unknown",
-            "linux",
-            "gnu",
-            "unix",
-            "8,16,32,64,ptr",
-            "fxsr,sse,sse2",
-        ),
-        "aarch64-unknown-linux-gnu" => (
-            "aarch64",
-            "unknown",
-            "linux",
-            "gnu",
-            "unix",
-            "8,16,32,64,128,ptr",
-            "neon",
-        ),
-        "armv7-unknown-linux-gnueabihf" => (
-            "arm",
-            "unknown",
-            "linux",
-            "gnu",
-            "unix",
-            "8,16,32,64,ptr",
-            "v7,vfp3",
-        ),
-        "mipsel-unknown-linux-gnu" => {
-            ("mips", "unknown", "linux", "gnu", "unix", "8,16,32,ptr", "")
-        }
-        "x86_64-unknown-linux-musl" => (
-            "x86_64",
-            "unknown",
-            "linux",
-            "musl",
-            "unix",
-            "8,16,32,64,ptr",
-            "crt-static,sse2",
-        ),
-        "aarch64-linux-android" => (
-            "aarch64",
-            "unknown",
-            "android",
-            "",
-            "unix",
-            "8,16,32,64,128,ptr",
-            "neon",
-        ),
-        "x86_64-apple-darwin" => (
-            "x86_64",
-            "apple",
-            "macos",
-            "",
-            "unix",
-            "8,16,32,64,128,ptr",
-            "sse3",
-        ),
-        "aarch64-apple-darwin" => (
-            "aarch64",
-            "apple",
-            "macos",
-            "",
-            "unix",
-            "8,16,32,64,128,ptr",
-            "neon",
-        ),
-        "x86_64-pc-windows-msvc" => (
-            "x86_64",
-            "pc",
-            "windows",
-            "msvc",
-            "windows",
-            "8,16,32,64,ptr",
-            "sse2",
-        ),
-        "aarch64-pc-windows-msvc" => (
-            "aarch64",
-            "pc",
-            "windows",
-            "msvc",
-            "windows",
-            "8,16,32,64,128,ptr",
-            "neon",
-        ),
-        "x86_64-pc-windows-gnu" => (
-            "x86_64",
-            "pc",
-            "windows",
-            "gnu",
-            "windows",
-            "8,16,32,64,ptr",
-            "sse2",
-        ),
-        "wasm32-unknown-unknown" => (
-            "wasm32",
-            "unknown",
-            "unknown",
-            "",
-            "wasm",
-            "8,16,32,64,ptr",
-            "",
-        ),
-        "wasm32-wasip1" => (
-            "wasm32",
-            "unknown",
-            "wasi",
-            "p1",
-            "wasm",
-            "8,16,32,64,ptr",
-            "",
-        ),
-        "thumbv7em-none-eabihf" => ("arm", "unknown", "none", "", "", "8,16,32,ptr", ""),
-        other => panic!("no facts for {other}"),
+    let (_, facts) = FACTS
+        .iter()
+        .find(|(t, _)| *t == triple)
+        .unwrap_or_else(|| panic!("no facts for {triple}"));
+    let [arch, vendor, os, env, family, atomics, features] = *facts;
+    let width = if matches!(arch, "x86_64" | "aarch64") {
+        "64"
+    } else {
+        "32"
     };
-    let split = |s: &str| {
-        s.split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_owned)
-            .collect()
+    let cfg = |key: &str| {
+        let value = match key {
+            "target_arch" => arch,
+            "target_vendor" => vendor,
+            "target_os" => os,
+            "target_env" => env,
+            "target_family" => family,
+            "target_has_atomic" => atomics,
+            "target_feature" => features,
+            "target_pointer_width" => width,
+            _ => return None,
+        };
+        Some(value.to_owned())
     };
-    Target {
-        triple: triple.to_owned(),
-        arch: arch.to_owned(),
-        os: os.to_owned(),
-        env: env.to_owned(),
-        vendor: vendor.to_owned(),
-        families: split(family),
-        has_atomic: split(atomics),
-        features: split(features),
-        pointer_width: if matches!(arch, "x86_64" | "aarch64") {
-            64
-        } else {
-            32
-        },
-        sanitizers: Vec::new(),
-    }
+    Target::from_cfg(triple, cfg).unwrap()
 }
 
 /// The facts of `triple` compiled with nightly `-Zsanitizer=<sanitizer>` (`CARGO_CFG_SANITIZE`).
@@ -354,21 +250,13 @@ fn override_is_refused_loudly_on_windows() {
 #[test]
 fn transparent_huge_pages_are_off_by_default_where_they_exist() {
     for triple in ["aarch64-linux-android", "x86_64-unknown-linux-gnu"] {
-        for no_thp in [false, true] {
-            let plan = build(
-                &target(triple),
-                Features {
-                    no_thp,
-                    ..Features::default()
-                },
-            );
-            assert_eq!(
-                value(&plan, "MI_DEFAULT_ALLOW_THP"),
-                Some(Some("0")),
-                "{triple}"
-            );
-            assert!(plan.warnings.is_empty(), "{triple}");
-        }
+        let plan = default_plan(triple);
+        assert_eq!(
+            value(&plan, "MI_DEFAULT_ALLOW_THP"),
+            Some(Some("0")),
+            "{triple}"
+        );
+        assert!(plan.warnings.is_empty(), "{triple}");
     }
     let plan = default_plan("aarch64-linux-android");
     assert!(
@@ -376,18 +264,8 @@ fn transparent_huge_pages_are_off_by_default_where_they_exist() {
         "Android's toolchain has no libatomic to link"
     );
     for triple in ["aarch64-apple-darwin", "x86_64-pc-windows-msvc"] {
-        let plan = build(
-            &target(triple),
-            Features {
-                no_thp: true,
-                ..Features::default()
-            },
-        );
+        let plan = default_plan(triple);
         assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), None, "{triple}");
-        assert!(
-            plan.warnings.iter().any(|w| w.contains("no_thp")),
-            "{triple}"
-        );
     }
 }
 
@@ -486,7 +364,6 @@ fn every_define_says_why() {
         secure: true,
         debug: true,
         override_malloc: true,
-        no_thp: true,
         ..Features::default()
     };
     for triple in [
@@ -636,7 +513,12 @@ fn guard_pages_stay_off_in_debug_builds() {
 #[test]
 fn build_code_never_uses_host_cfg() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let files = ["build.rs", "build/plan.rs", "build/bindings.rs"];
+    let files = [
+        "build.rs",
+        "build/plan.rs",
+        "build/baked.rs",
+        "build/bindings.rs",
+    ];
     for file in files {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
         for (n, line) in text.lines().enumerate() {
@@ -677,7 +559,7 @@ fn request(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn option_defaults_are_checked_and_sorted() {
     let linux = target("x86_64-unknown-linux-gnu");
-    let defaults = plan::option_defaults(
+    let defaults = baked::option_defaults(
         &linux,
         &known_options(),
         &request(&[
@@ -692,13 +574,13 @@ fn option_defaults_are_checked_and_sorted() {
         .collect();
     assert_eq!(got, [("arena_reserve", 65536), ("purge_delay", 0)]);
 
-    let typo = plan::option_defaults(
+    let typo = baked::option_defaults(
         &linux,
         &known_options(),
         &request(&[("MIMALLOC_SYS_DEFAULT_PURGE_DELAX", "0")]),
     );
     assert!(typo.unwrap_err().contains("no option `purge_delax`"));
-    let not_a_number = plan::option_defaults(
+    let not_a_number = baked::option_defaults(
         &linux,
         &known_options(),
         &request(&[("MIMALLOC_SYS_DEFAULT_PURGE_DELAY", "1s")]),
@@ -710,25 +592,25 @@ fn option_defaults_are_checked_and_sorted() {
 fn option_defaults_fit_cs_long_on_the_target() {
     let big = request(&[("MIMALLOC_SYS_DEFAULT_ARENA_RESERVE", "4294967296")]);
     assert!(
-        plan::option_defaults(&target("x86_64-unknown-linux-gnu"), &known_options(), &big).is_ok()
+        baked::option_defaults(&target("x86_64-unknown-linux-gnu"), &known_options(), &big).is_ok()
     );
     for triple in [
         "x86_64-pc-windows-msvc",
         "x86_64-pc-windows-gnu",
         "i686-unknown-linux-gnu",
     ] {
-        let err = plan::option_defaults(&target(triple), &known_options(), &big).unwrap_err();
+        let err = baked::option_defaults(&target(triple), &known_options(), &big).unwrap_err();
         assert!(err.contains("32-bit `long`"), "{triple}: {err}");
     }
 }
 
 #[test]
 fn baked_defaults_run_before_mimalloc_starts() {
-    let defaults = [plan::OptionDefault {
+    let defaults = [baked::OptionDefault {
         name: "purge_delay".into(),
         value: 0,
     }];
-    let gnu = plan::baked_defaults_source(
+    let gnu = baked::baked_defaults_source(
         &target("x86_64-unknown-linux-gnu"),
         &defaults,
         "/v/src/static.c",
@@ -740,7 +622,7 @@ fn baked_defaults_run_before_mimalloc_starts() {
         gnu.find("constructor(101)").unwrap() < gnu.find("#include \"/v/src/static.c\"").unwrap()
     );
 
-    let msvc = plan::baked_defaults_source(
+    let msvc = baked::baked_defaults_source(
         &target("x86_64-pc-windows-msvc"),
         &defaults,
         "C:/v/src/static.c",
@@ -752,4 +634,30 @@ fn baked_defaults_run_before_mimalloc_starts() {
     // TLS callbacks run in section order; mimalloc's is in .CRT$XLB.
     assert!(msvc.contains(".CRT$XLAB") && msvc.contains("/INCLUDE:_tls_used"));
     assert!(msvc.trim_end().ends_with("#include \"C:/v/src/static.c\""));
+}
+
+#[test]
+fn option_names_come_from_the_vendored_header() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vendor/mimalloc");
+    for version in ["v3", "v2"] {
+        let header = std::fs::read_to_string(dir.join(version).join("include/mimalloc.h")).unwrap();
+        let names = baked::option_names(&header).unwrap();
+        for expected in ["show_errors", "purge_delay", "arena_reserve", "allow_thp"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{version}: {expected} in {names:?}"
+            );
+        }
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("deprecated_") || n.contains("last")),
+            "{version}: {names:?}"
+        );
+    }
+    assert_eq!(
+        baked::variable("purge_delay"),
+        "MIMALLOC_SYS_DEFAULT_PURGE_DELAY"
+    );
+    assert!(baked::option_names("no enum here").is_err());
 }

@@ -30,8 +30,12 @@ pub enum ArenaError {
 impl fmt::Display for ArenaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ArenaError::Os(errno) => write!(f, "the OS refused to reserve the arena (errno {errno})"),
-            ArenaError::Refused => f.write_str("mimalloc refused the arena (region too small or too many arenas)"),
+            ArenaError::Os(errno) => {
+                write!(f, "the OS refused to reserve the arena (errno {errno})")
+            }
+            ArenaError::Refused => {
+                f.write_str("mimalloc refused the arena (region too small or too many arenas)")
+            }
         }
     }
 }
@@ -93,12 +97,14 @@ impl Arena {
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
         let exclusive = sharing == Sharing::Exclusive;
         // SAFETY: `id` is a valid place for mimalloc to write the new arena's id into.
-        let err = unsafe { ffi::mi_reserve_os_memory_ex(size, false, false, exclusive, id.as_mut_ptr()) };
+        let err =
+            unsafe { ffi::mi_reserve_os_memory_ex(size, false, false, exclusive, id.as_mut_ptr()) };
         if err != 0 {
             return Err(ArenaError::Os(err));
         }
         // SAFETY: mimalloc wrote the id of the arena it created (it returned success).
-        Ok(Arena { id: unsafe { id.assume_init() } })
+        let id = unsafe { id.assume_init() };
+        Ok(Arena { id })
     }
 
     /// Hands a caller-owned region to mimalloc as a new arena (`mi_manage_os_memory_ex`): for
@@ -120,11 +126,18 @@ impl Arena {
     /// assert!(arena.contains(block.as_ptr()));
     /// # Ok::<(), mimalloc::ArenaError>(())
     /// ```
-    pub fn manage(region: &'static mut [MaybeUninit<u8>], sharing: Sharing) -> Result<Arena, ArenaError> {
+    pub fn manage(
+        region: &'static mut [MaybeUninit<u8>],
+        sharing: Sharing,
+    ) -> Result<Arena, ArenaError> {
         // mimalloc aligns the start itself, but `debug` builds of mimalloc 3 assert that the
         // caller already did, so the alignment happens here for every build.
         let misalignment = region.as_ptr() as usize % REGION_ALIGN;
-        let skip = if misalignment == 0 { 0 } else { REGION_ALIGN - misalignment };
+        let skip = if misalignment == 0 {
+            0
+        } else {
+            REGION_ALIGN - misalignment
+        };
         let region = region.get_mut(skip..).ok_or(ArenaError::Refused)?;
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
         let exclusive = sharing == Sharing::Exclusive;
@@ -148,7 +161,8 @@ impl Arena {
             return Err(ArenaError::Refused);
         }
         // SAFETY: mimalloc wrote the id of the arena it created (it returned true).
-        Ok(Arena { id: unsafe { id.assume_init() } })
+        let id = unsafe { id.assume_init() };
+        Ok(Arena { id })
     }
 
     pub(crate) fn id(&self) -> ffi::mi_arena_id_t {
@@ -195,6 +209,9 @@ const PINNED: bool = cfg!(not(feature = "v2"));
 impl fmt::Debug for Arena {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (start, size) = self.area();
-        f.debug_struct("Arena").field("start", &start).field("size", &size).finish()
+        f.debug_struct("Arena")
+            .field("start", &start)
+            .field("size", &size)
+            .finish()
     }
 }

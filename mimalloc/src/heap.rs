@@ -1,6 +1,6 @@
 //! `Heap`: an owned mimalloc heap, usable as an allocator for collections.
 
-use crate::alloc::{is_natural, realloc_by_copy, GUARDED};
+use crate::route::{self, GUARDED};
 use crate::{AllocError, Arena};
 use core::alloc::Layout;
 use core::ffi::c_void;
@@ -175,15 +175,7 @@ impl Heap {
     /// ```
     #[inline]
     pub fn allocate(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let (heap, size, align) = (self.as_ptr(), layout.size(), layout.align());
-        let p = if is_natural(align, size) {
-            // SAFETY: `heap` is live for the duration of `&self`; null means failure.
-            unsafe { ffi::mi_heap_malloc(heap, size) }
-        } else {
-            // SAFETY: as above; `align` is a power of two (a `Layout` invariant).
-            unsafe { ffi::mi_heap_malloc_aligned(heap, size, align) }
-        };
-        NonNull::new(p.cast()).ok_or(AllocError)
+        NonNull::new(route::alloc(self, layout)).ok_or(AllocError)
     }
 
     /// Like [`Heap::allocate`], with the block's bytes set to zero.
@@ -200,15 +192,7 @@ impl Heap {
     /// ```
     #[inline]
     pub fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let (heap, size, align) = (self.as_ptr(), layout.size(), layout.align());
-        let p = if is_natural(align, size) {
-            // SAFETY: as in `allocate`.
-            unsafe { ffi::mi_heap_zalloc(heap, size) }
-        } else {
-            // SAFETY: as in `allocate`.
-            unsafe { ffi::mi_heap_zalloc_aligned(heap, size, align) }
-        };
-        NonNull::new(p.cast()).ok_or(AllocError)
+        NonNull::new(route::alloc_zeroed(self, layout)).ok_or(AllocError)
     }
 
     /// Frees a block. Any thread may free a block of any heap; this method exists for symmetry
@@ -220,9 +204,13 @@ impl Heap {
     /// must not be used afterwards.
     #[inline]
     pub unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        debug_assert_eq!(ptr.as_ptr() as usize % layout.align(), 0, "deallocate: layout mismatch");
-        // SAFETY: the caller guarantees a live mimalloc block, freed once.
-        unsafe { ffi::mi_free(ptr.as_ptr().cast::<c_void>()) }
+        debug_assert_eq!(
+            ptr.as_ptr() as usize % layout.align(),
+            0,
+            "deallocate: layout mismatch"
+        );
+        // SAFETY: the caller guarantees a live mimalloc block allocated with `layout`, freed once.
+        unsafe { route::free(ptr.as_ptr(), layout) }
     }
 
     /// Resizes a block to `new_size` bytes keeping `layout.align()`, in place when mimalloc can,
@@ -234,25 +222,15 @@ impl Heap {
     /// `ptr` must be a live block allocated by mimalloc with `layout`; after success only the
     /// returned pointer may be used (with a layout of `new_size` and the same alignment).
     #[inline]
-    pub unsafe fn reallocate(&self, ptr: NonNull<u8>, layout: Layout, new_size: usize) -> Result<NonNull<u8>, AllocError> {
-        if GUARDED {
-            let new = Layout::from_size_align(new_size, layout.align()).map_err(|_| AllocError)?;
-            let alloc = |new| self.allocate(new).map_or(core::ptr::null_mut(), NonNull::as_ptr);
-            // SAFETY: the caller passes a live block of `layout.size()` bytes; `alloc` returns a
-            // block of this heap for `new` or null.
-            let q = unsafe { realloc_by_copy(ptr.as_ptr(), layout.size(), new, alloc) };
-            return NonNull::new(q).ok_or(AllocError);
-        }
-        let (heap, p, align) = (self.as_ptr(), ptr.as_ptr().cast::<c_void>(), layout.align());
-        let q = if is_natural(align, new_size) {
-            // SAFETY: `p` is a live mimalloc block (caller contract); a plain block of
-            // `new_size` bytes is naturally aligned to `align`.
-            unsafe { ffi::mi_heap_realloc(heap, p, new_size) }
-        } else {
-            // SAFETY: as above; `align` is a power of two.
-            unsafe { ffi::mi_heap_realloc_aligned(heap, p, new_size, align) }
-        };
-        NonNull::new(q.cast()).ok_or(AllocError)
+    pub unsafe fn reallocate(
+        &self,
+        ptr: NonNull<u8>,
+        layout: Layout,
+        new_size: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let new = Layout::from_size_align(new_size, layout.align()).map_err(|_| AllocError)?;
+        // SAFETY: the caller passes a live block allocated with `layout`.
+        NonNull::new(unsafe { route::realloc(self, ptr.as_ptr(), layout, new) }).ok_or(AllocError)
     }
 
     /// Whether `ptr` points into a block of this heap. Any pointer may be asked about.

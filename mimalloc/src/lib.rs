@@ -31,12 +31,12 @@
 //!
 //! # Cargo features
 //!
-//! Build-time choices (`v2`, `secure`, `debug`, `override`, `no_thp`, `local_dynamic_tls`,
-//! `bindgen`) are forwarded to `mimalloc-sys`; the workspace README has the table with the cost
-//! of each. API additions: `std` (`std::io` output, `std::error::Error`), `allocator-api2`
+//! Build-time choices (`v2`, `secure`, `debug`, `override`, `local_dynamic_tls`, `asan`,
+//! `tsan`, `valgrind`, `guarded`, `bindgen`) are forwarded to `mimalloc-sys`; the workspace
+//! README has the table with the cost of each. API additions: `std` (`std::io` output, `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
 //! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
-//! makes the two traits one).
+//! makes the two traits one), `tracking` (`Tracking`, with `std`).
 //!
 //! # Targets without an operating system
 //!
@@ -55,48 +55,51 @@ extern crate std;
 
 mod macros;
 
-/// Declares items that exist only where mimalloc can run (see the crate docs).
-macro_rules! where_mimalloc_runs {
-    ($($item:item)*) => {
-        $(
-            #[cfg(not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))))]
-            $item
-        )*
-    };
-}
-
-where_mimalloc_runs! {
-    mod alloc;
-    #[cfg(any(feature = "allocator-api2", feature = "nightly"))]
-    mod allocator_api;
-    mod arena;
-    mod error;
-    mod heap;
-    mod info;
-    mod options;
-    mod output;
-    mod process;
-    mod stats;
-
-    pub use crate::alloc::MiMalloc;
-    pub use crate::arena::{Arena, ArenaError, Sharing};
-    pub use crate::error::AllocError;
-    pub use crate::heap::Heap;
-    pub use crate::info::{collect, good_size, is_in_heap_region, usable_size, version, Version};
-    pub use crate::options::{MiOption, OptionKind, OptionValue};
-    pub use crate::process::{process_info, ProcessInfo};
-    pub use crate::stats::{stats, stats_json, stats_merge, stats_print, Count, Stats};
-    #[cfg(feature = "v2")]
-    pub use crate::stats::stats_reset;
-    #[cfg(feature = "std")]
-    pub use crate::stats::stats_print_io;
-}
-
+// Everything below exists only where mimalloc runs: `mimalloc-sys`'s build plan decides that
+// (`build/plan.rs`, `Decision::Skip` for targets without an OS) and publishes it, and this
+// crate's build script turns it into `cfg(mimalloc_runs)`. Plain `mod` items, so that rustfmt
+// reaches every file.
+#[cfg(mimalloc_runs)]
+mod alloc;
+#[cfg(all(mimalloc_runs, any(feature = "allocator-api2", feature = "nightly")))]
+mod allocator_api;
+#[cfg(mimalloc_runs)]
+mod arena;
+#[cfg(mimalloc_runs)]
+mod error;
+#[cfg(mimalloc_runs)]
+mod heap;
+#[cfg(mimalloc_runs)]
+mod info;
+#[cfg(mimalloc_runs)]
+mod options;
+#[cfg(mimalloc_runs)]
+mod output;
+#[cfg(mimalloc_runs)]
+mod process;
+#[cfg(mimalloc_runs)]
+mod route;
+#[cfg(mimalloc_runs)]
+mod stats;
 // Allocation accounting and limits (the `tracking` feature, which turns on `std` for its
 // thread-locals).
-where_mimalloc_runs! {
-    #[cfg(feature = "tracking")]
-    mod tracking;
-    #[cfg(feature = "tracking")]
-    pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
-}
+#[cfg(all(mimalloc_runs, feature = "tracking"))]
+mod tracking;
+
+#[cfg(all(mimalloc_runs, feature = "std"))]
+pub use crate::stats::stats_print_io;
+#[cfg(all(mimalloc_runs, feature = "v2"))]
+pub use crate::stats::stats_reset;
+#[cfg(all(mimalloc_runs, feature = "tracking"))]
+pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
+#[cfg(mimalloc_runs)]
+pub use crate::{
+    alloc::MiMalloc,
+    arena::{Arena, ArenaError, Sharing},
+    error::AllocError,
+    heap::Heap,
+    info::{collect, good_size, is_in_heap_region, usable_size, version, Version},
+    options::{MiOption, OptionKind, OptionValue},
+    process::{process_info, ProcessInfo},
+    stats::{stats, stats_json, stats_merge, stats_print, Count, Stats},
+};

@@ -42,10 +42,7 @@
 ///   default allocator.
 /// - Under Miri, which cannot call C, it installs `std::alloc::System`, so a product's Miri tests
 ///   keep working (they then test the product, not mimalloc).
-#[cfg(all(
-    not(miri),
-    not(any(target_os = "none", all(target_family = "wasm", target_os = "unknown")))
-))]
+#[cfg(all(not(miri), mimalloc_runs))]
 #[macro_export]
 macro_rules! assign_global {
     () => {
@@ -76,10 +73,7 @@ macro_rules! assign_global {
     };
 }
 
-#[cfg(all(
-    not(miri),
-    any(target_os = "none", all(target_family = "wasm", target_os = "unknown"))
-))]
+#[cfg(all(not(miri), not(mimalloc_runs)))]
 #[macro_export]
 #[doc(hidden)]
 macro_rules! assign_global {

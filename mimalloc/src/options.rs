@@ -134,7 +134,8 @@ options! {
     GuardedSampleSeed = mi_option_guarded_sample_seed, "guarded_sample_seed", Number;
     /// Collect heaps every this many calls of the generic allocation path.
     GenericCollect = mi_option_generic_collect, "generic_collect", Number;
-    /// Allow transparent huge pages (Linux; default on, off with the `no_thp` feature).
+    /// Allow transparent huge pages (Linux and Android; off by default in this build, on with
+    /// `MIMALLOC_ALLOW_THP=1`).
     AllowThp = mi_option_allow_thp, "allow_thp", Flag;
 
     /// Commit segments eagerly (mimalloc 2).

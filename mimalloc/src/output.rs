@@ -90,8 +90,14 @@ pub(crate) fn with_output(
     out: &mut dyn fmt::Write,
     print: impl FnOnce(ffi::mi_output_fun, *mut c_void),
 ) -> fmt::Result {
-    let mut sink = Sink { out, result: Ok(()) };
-    print(Some(write_to_sink), (&mut sink as *mut Sink<'_>).cast::<c_void>());
+    let mut sink = Sink {
+        out,
+        result: Ok(()),
+    };
+    print(
+        Some(write_to_sink),
+        (&mut sink as *mut Sink<'_>).cast::<c_void>(),
+    );
     sink.result
 }
 

@@ -39,7 +39,18 @@ pub fn process_info() -> ProcessInfo {
     let mut v = [0usize; 8];
     let [elapsed, user, system, rss, peak_rss, commit, peak_commit, faults] = &mut v;
     // SAFETY: every argument is a valid, distinct place for mimalloc to write a `size_t` into.
-    unsafe { ffi::mi_process_info(elapsed, user, system, rss, peak_rss, commit, peak_commit, faults) };
+    unsafe {
+        ffi::mi_process_info(
+            elapsed,
+            user,
+            system,
+            rss,
+            peak_rss,
+            commit,
+            peak_commit,
+            faults,
+        )
+    };
     let ms = |n: usize| Duration::from_millis(n as u64);
     ProcessInfo {
         elapsed: ms(v[0]),

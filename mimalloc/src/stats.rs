@@ -2,7 +2,6 @@
 
 use crate::output::with_output;
 use core::fmt;
-use core::mem::MaybeUninit;
 use mimalloc_sys as ffi;
 
 /// A counter with a current value, the highest it reached, and the running total of increases.
@@ -112,12 +111,11 @@ impl Stats {
 
 /// A `mi_stats_t` with its header filled in, as `mi_stats_get` requires.
 fn empty_raw() -> ffi::mi_stats_t {
-    let mut raw = MaybeUninit::<ffi::mi_stats_t>::zeroed();
-    // SAFETY: `mi_stats_t` consists of integers only, for which all-zero bytes are valid.
-    let mut raw = unsafe { raw.as_mut_ptr().read() };
-    raw.size = core::mem::size_of::<ffi::mi_stats_t>();
-    raw.version = ffi::MI_STAT_VERSION as usize;
-    raw
+    ffi::mi_stats_t {
+        size: core::mem::size_of::<ffi::mi_stats_t>(),
+        version: ffi::MI_STAT_VERSION as usize,
+        ..Default::default()
+    }
 }
 
 /// Reads mimalloc's process-wide statistics (`mi_stats_get`). See [`Stats`].
@@ -153,7 +151,9 @@ pub fn stats() -> Stats {
 pub fn stats_print(out: &mut dyn fmt::Write) -> fmt::Result {
     // SAFETY: `with_output` passes a valid callback and its argument; mimalloc calls it
     // synchronously, before returning.
-    with_output(out, |callback, arg| unsafe { ffi::mi_stats_print_out(callback, arg) })
+    with_output(out, |callback, arg| unsafe {
+        ffi::mi_stats_print_out(callback, arg)
+    })
 }
 
 /// [`stats_print`] to an `std::io::Write`, e.g. a file or a locked stdout.
@@ -163,13 +163,15 @@ pub fn stats_print(out: &mut dyn fmt::Write) -> fmt::Result {
 /// ```
 #[cfg(feature = "std")]
 pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Result<()> {
-    let mut adapter = crate::output::IoWriter { inner: out, error: None };
+    let mut adapter = crate::output::IoWriter {
+        inner: out,
+        error: None,
+    };
     match stats_print(&mut adapter) {
         Ok(()) => Ok(()),
-        Err(fmt::Error) => Err(adapter
-            .error
-            .take()
-            .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::Other, "formatting failed"))),
+        Err(fmt::Error) => Err(adapter.error.take().unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::Other, "formatting failed")
+        })),
     }
 }
 
@@ -195,8 +197,9 @@ pub fn stats_json() -> rust_alloc::string::String {
         // end is complete.
         if len + 2 < size {
             buf.truncate(len);
-            return rust_alloc::string::String::from_utf8(buf)
-                .unwrap_or_else(|e| rust_alloc::string::String::from_utf8_lossy(e.as_bytes()).into_owned());
+            return rust_alloc::string::String::from_utf8(buf).unwrap_or_else(|e| {
+                rust_alloc::string::String::from_utf8_lossy(e.as_bytes()).into_owned()
+            });
         }
         size *= 2;
     }
@@ -240,4 +243,3 @@ pub fn stats_merge() {
         ffi::mi_thread_stats_print_out(Some(crate::output::discard), core::ptr::null_mut())
     }
 }
-

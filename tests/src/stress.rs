@@ -197,6 +197,31 @@ struct Worker<'a, A: GlobalAlloc> {
 }
 
 impl<'a, A: GlobalAlloc> Worker<'a, A> {
+    /// A worker that holds no blocks yet and has done nothing.
+    fn new(alloc: &'a A, table: &'a [AtomicUsize], rng: Rng, me: u64) -> Worker<'a, A> {
+        Worker {
+            alloc,
+            table,
+            rng,
+            me,
+            next_id: 0,
+            live: Vec::new(),
+            report: Report::default(),
+        }
+    }
+
+    /// One thread's work in a round: `steps` steps, then the blocks it still holds freed.
+    fn work(mut self, steps: usize) -> Report {
+        for _ in 0..steps {
+            self.step();
+        }
+        // Blocks still held die with their thread; the table's outlive it.
+        while let Some(block) = self.live.pop() {
+            self.free(block);
+        }
+        self.report
+    }
+
     fn layout(&mut self) -> Layout {
         let size = if self.rng.percent(1) {
             // Large: 64 KiB to 4 MiB, beyond mimalloc's small and medium pages.
@@ -291,58 +316,48 @@ pub fn run<A: GlobalAlloc + Sync>(alloc: &A, config: &Config) -> Report {
     let mut total = Report::default();
     let start = Instant::now();
     while total.rounds < config.rounds || start.elapsed() < config.duration {
-        let round = total.rounds as u64;
-        let reports: Vec<Report> = thread::scope(|s| {
-            let handles: Vec<_> = (0..config.threads as u64)
-                .map(|t| {
-                    let table = &table;
-                    s.spawn(move || {
-                        let me = (round + 1) << 16 | t;
-                        let mut worker = Worker {
-                            alloc,
-                            table,
-                            rng: Rng::new(config.seed ^ mix(me)),
-                            me,
-                            next_id: 0,
-                            live: Vec::new(),
-                            report: Report::default(),
-                        };
-                        for _ in 0..config.steps {
-                            worker.step();
-                        }
-                        // Blocks still held die with their thread; the table's outlive it.
-                        while let Some(block) = worker.live.pop() {
-                            worker.free(block);
-                        }
-                        worker.report
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let reports = run_round(alloc, config, &table, total.rounds as u64);
         for report in &reports {
             total.add(report);
         }
         total.rounds += 1;
     }
-    // The last survivors are freed here, long after their threads exited.
-    let mut sweeper = Worker {
-        alloc,
-        table: &table,
-        rng: Rng::new(config.seed),
-        me: 0,
-        next_id: 0,
-        live: Vec::new(),
-        report: Report::default(),
-    };
-    for slot in &table {
+    total.add(&sweep(alloc, config, &table));
+    total.elapsed = start.elapsed();
+    assert_eq!(total.allocs, total.frees, "the stress lost track of blocks");
+    total
+}
+
+/// Starts `config.threads` workers for round number `round` and waits for them all to exit;
+/// returns their reports.
+fn run_round<A: GlobalAlloc + Sync>(
+    alloc: &A,
+    config: &Config,
+    table: &[AtomicUsize],
+    round: u64,
+) -> Vec<Report> {
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..config.threads as u64)
+            .map(|t| {
+                s.spawn(move || {
+                    let me = (round + 1) << 16 | t;
+                    Worker::new(alloc, table, Rng::new(config.seed ^ mix(me)), me)
+                        .work(config.steps)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Frees the last survivors, the blocks left in the table, long after their threads exited.
+fn sweep<A: GlobalAlloc>(alloc: &A, config: &Config, table: &[AtomicUsize]) -> Report {
+    let mut sweeper = Worker::new(alloc, table, Rng::new(config.seed), 0);
+    for slot in table {
         let block = slot.swap(0, Ordering::AcqRel);
         if block != 0 {
             sweeper.free(block);
         }
     }
-    total.add(&sweeper.report);
-    total.elapsed = start.elapsed();
-    assert_eq!(total.allocs, total.frees, "the stress lost track of blocks");
-    total
+    sweeper.report
 }

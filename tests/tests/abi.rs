@@ -35,12 +35,25 @@ fn rust_layout() -> Vec<(&'static str, usize)> {
             v.push((name, x));
         }
     };
+    push_scalars(&mut push);
+    push_heap_area(&mut push);
+    push_stats(&mut push);
+    v
+}
+
+/// The header's version constants and the layouts of the scalar types: `long`, the option and
+/// the ids.
+fn push_scalars(push: &mut impl FnMut(&'static str, &[usize])) {
     push("MI_MALLOC_VERSION", &[MI_MALLOC_VERSION as usize]);
     push("MI_STAT_VERSION", &[MI_STAT_VERSION as usize]);
     push("long", &[size_of::<std::os::raw::c_long>()]);
     push("mi_option_t", &[size_of::<mi_option_t>()]);
     push("mi_arena_id_t", &type_layout!(mi_arena_id_t));
     push("mi_subproc_id_t", &type_layout!(mi_subproc_id_t));
+}
+
+/// The layout of `mi_heap_area_t` and of each of its fields (the last one differs in v2).
+fn push_heap_area(push: &mut impl FnMut(&'static str, &[usize])) {
     push("mi_heap_area_t", &type_layout!(mi_heap_area_t));
     push("mi_heap_area_t.blocks", &field!(mi_heap_area_t, blocks));
     push("mi_heap_area_t.reserved", &field!(mi_heap_area_t, reserved));
@@ -64,6 +77,10 @@ fn rust_layout() -> Vec<(&'static str, usize)> {
     );
     #[cfg(feature = "v2")]
     push("mi_heap_area_t.heap_tag", &field!(mi_heap_area_t, heap_tag));
+}
+
+/// The layouts of the statistics types, `mi_stats_t`'s fields included (v2 has fewer).
+fn push_stats(push: &mut impl FnMut(&'static str, &[usize])) {
     push("mi_stat_count_t", &type_layout!(mi_stat_count_t));
     push("mi_stat_count_t.total", &field!(mi_stat_count_t, total));
     push("mi_stat_count_t.peak", &field!(mi_stat_count_t, peak));
@@ -88,7 +105,6 @@ fn rust_layout() -> Vec<(&'static str, usize)> {
         push("mi_stats_t.heaps", &field!(mi_stats_t, heaps));
         push("mi_stats_t.chunk_bins", &field!(mi_stats_t, chunk_bins));
     }
-    v
 }
 
 #[test]

@@ -31,57 +31,78 @@ fn exclusive_arena_is_a_hard_budget() {
         Layout::from_size_align(MIB, 8).unwrap(),
         Layout::from_size_align(1000, 8).unwrap(),
     ] {
-        let blocks = fill(&budget, chunk);
-        let used = blocks.len() * chunk.size();
-        println!(
-            "{}-byte blocks: {} fit, {} MiB of a {} MiB arena",
-            chunk.size(),
-            blocks.len(),
-            used >> 20,
-            size >> 20
-        );
-        assert!(used <= size, "the budget was exceeded: {used} > {size}");
-        assert!(
-            used >= size / 2,
-            "only {used} of {size} bytes could be used"
-        );
-        assert!(
-            blocks.iter().all(|p| arena.contains(p.as_ptr())),
-            "a block came from outside the arena"
-        );
-
+        let blocks = fill_the_budget(&arena, size, &budget, chunk);
         // The program goes on: more than the arena fails, through every API...
-        assert!(budget
-            .allocate(Layout::from_size_align(128 * MIB, 8).unwrap())
-            .is_err());
-        match allocator_api2::alloc::Allocator::allocate(&&budget, chunk) {
-            Err(_) => {}
-            // With guard pages, the allocation that failed may have been a guarded one, which
-            // needs room for its guard page too; a plain one can still fit, in the arena.
-            Ok(p) if cfg!(feature = "guarded") => {
-                assert!(
-                    arena.contains(p.as_ptr()),
-                    "a block came from outside the arena"
-                );
-                // SAFETY: a live block of `chunk`, freed once.
-                unsafe { budget.deallocate(p.cast(), chunk) };
-            }
-            Ok(_) => panic!("an allocation beyond the budget succeeded"),
-        }
-        let mut v = allocator_api2::vec::Vec::<u8, _>::new_in(&budget);
-        assert!(v.try_reserve(8 * MIB).is_err());
+        more_than_the_arena_fails(&arena, &budget, chunk);
         // ...while the global allocator is unaffected...
         let elsewhere = vec![0u8; 8 * MIB];
         assert!(!arena.contains(elsewhere.as_ptr()));
         // ...and freeing makes room again.
-        for p in blocks {
-            // SAFETY: every block came from `budget` with `chunk` and is freed once.
-            unsafe { budget.deallocate(p, chunk) };
-        }
-        let again = budget.allocate(chunk).unwrap();
-        // SAFETY: as above.
-        unsafe { budget.deallocate(again, chunk) };
+        freeing_makes_room_again(&budget, chunk, blocks);
     }
+}
+
+/// Fills `budget` with `chunk`s: most of the arena's `size` bytes fit, no more, all inside it.
+fn fill_the_budget(
+    arena: &Arena,
+    size: usize,
+    budget: &Heap,
+    chunk: Layout,
+) -> Vec<core::ptr::NonNull<u8>> {
+    let blocks = fill(budget, chunk);
+    let used = blocks.len() * chunk.size();
+    println!(
+        "{}-byte blocks: {} fit, {} MiB of a {} MiB arena",
+        chunk.size(),
+        blocks.len(),
+        used >> 20,
+        size >> 20
+    );
+    assert!(used <= size, "the budget was exceeded: {used} > {size}");
+    assert!(
+        used >= size / 2,
+        "only {used} of {size} bytes could be used"
+    );
+    assert!(
+        blocks.iter().all(|p| arena.contains(p.as_ptr())),
+        "a block came from outside the arena"
+    );
+    blocks
+}
+
+/// With the budget full, a request fails through every API: the heap's own, the `Allocator`
+/// trait's, and a collection's `try_reserve`.
+fn more_than_the_arena_fails(arena: &Arena, budget: &Heap, chunk: Layout) {
+    assert!(budget
+        .allocate(Layout::from_size_align(128 * MIB, 8).unwrap())
+        .is_err());
+    match allocator_api2::alloc::Allocator::allocate(&budget, chunk) {
+        Err(_) => {}
+        // With guard pages, the allocation that failed may have been a guarded one, which
+        // needs room for its guard page too; a plain one can still fit, in the arena.
+        Ok(p) if cfg!(feature = "guarded") => {
+            assert!(
+                arena.contains(p.as_ptr()),
+                "a block came from outside the arena"
+            );
+            // SAFETY: a live block of `chunk`, freed once.
+            unsafe { budget.deallocate(p.cast(), chunk) };
+        }
+        Ok(_) => panic!("an allocation beyond the budget succeeded"),
+    }
+    let mut v = allocator_api2::vec::Vec::<u8, _>::new_in(budget);
+    assert!(v.try_reserve(8 * MIB).is_err());
+}
+
+/// Frees the blocks that filled `budget`; then a `chunk` fits again.
+fn freeing_makes_room_again(budget: &Heap, chunk: Layout, blocks: Vec<core::ptr::NonNull<u8>>) {
+    for p in blocks {
+        // SAFETY: every block came from `budget` with `chunk` and is freed once.
+        unsafe { budget.deallocate(p, chunk) };
+    }
+    let again = budget.allocate(chunk).unwrap();
+    // SAFETY: as above.
+    unsafe { budget.deallocate(again, chunk) };
 }
 
 #[test]

@@ -110,30 +110,71 @@ fn stats_after_collect() -> mimalloc::Stats {
     mimalloc::stats()
 }
 
+/// The process's memory at one moment: mimalloc's statistics and the resident set.
+struct Snapshot {
+    stats: mimalloc::Stats,
+    resident: Option<usize>,
+}
+
+impl Snapshot {
+    /// Adds the resident set, measured now, to statistics just taken.
+    fn with_resident_set(stats: mimalloc::Stats) -> Snapshot {
+        let resident = mimalloc_tests::resident_bytes();
+        Snapshot { stats, resident }
+    }
+}
+
+/// A hashbrown map in a heap.
+type HeapMap<'h> = hashbrown::HashMap<u64, u64, RandomState, &'h Heap>;
+/// A Vec in a heap.
+type HeapVec<'h, T> = allocator_api2::vec::Vec<T, &'h Heap>;
+
 /// The README's heap example as a test: a hashbrown map and a Vec in a heap; dropping the heap
 /// frees all of it at once, and the statistics show the memory going back to the OS.
 #[test]
 fn collections_in_a_heap_go_back_when_it_drops() {
-    let before = stats_after_collect();
-    let resident_before = mimalloc_tests::resident_bytes();
+    let before = Snapshot::with_resident_set(stats_after_collect());
     let heap = Heap::new();
-    let mut map = hashbrown::HashMap::with_hasher_in(RandomState::new(), &heap);
-    let mut vec = allocator_api2::vec::Vec::new_in(&heap);
+    let (map, vec, big) = fill_collections(&heap);
+    let during = Snapshot::with_resident_set(mimalloc::stats());
+    print_statistics_with_the_heap_full();
+    free_all_at_once(map, vec, big);
+    drop(heap);
+    let after = Snapshot::with_resident_set(stats_after_collect());
+
+    let returned = after.stats.purged - during.stats.purged;
+    print_figures(returned, &before, &during, &after);
+    assert!(
+        returned >= 64 << 20,
+        "dropping the heap returned only {returned} bytes to the OS"
+    );
+    check_resident_set_shrank(&during, &after);
+}
+
+/// Fills a map, a Vec and a 64 MiB buffer in `heap`, and checks they live there.
+fn fill_collections(heap: &Heap) -> (HeapMap<'_>, HeapVec<'_, u64>, HeapVec<'_, u8>) {
+    let mut map = hashbrown::HashMap::with_hasher_in(RandomState::new(), heap);
+    let mut vec = allocator_api2::vec::Vec::new_in(heap);
     for i in 0..200_000u64 {
         map.insert(i, i * 2);
         vec.push(i * 3);
     }
-    let mut big = allocator_api2::vec::Vec::<u8, _>::with_capacity_in(64 * MIB, &heap);
+    let mut big = allocator_api2::vec::Vec::<u8, _>::with_capacity_in(64 * MIB, heap);
     big.resize(64 * MIB, 1); // touched, so resident for real
     assert!(heap.contains(vec.as_ptr()) && heap.contains(big.as_ptr()));
     assert_eq!(map.get(&12_345), Some(&24_690));
-    let during = mimalloc::stats();
-    let resident_during = mimalloc_tests::resident_bytes();
+    (map, vec, big)
+}
 
+/// Prints mimalloc's statistics while the heap holds the collections, for the CI log.
+fn print_statistics_with_the_heap_full() {
     let mut printout = String::new();
     mimalloc::stats_print(&mut printout).unwrap();
     println!("statistics with the heap full:\n{printout}");
+}
 
+/// Ends the collections without freeing their blocks one by one, so the heap can be dropped.
+fn free_all_at_once(map: HeapMap<'_>, vec: HeapVec<'_, u64>, big: HeapVec<'_, u8>) {
     // The collections borrow the heap, so it cannot be dropped while they are alive. Forgetting
     // them (instead of dropping them, which would free their memory block by block) shows that
     // destroying the heap frees everything in it at once.
@@ -145,26 +186,25 @@ fn collections_in_a_heap_go_back_when_it_drops() {
         std::mem::forget(vec);
         std::mem::forget(big);
     }
-    drop(heap);
-    let after = stats_after_collect();
-    let resident_after = mimalloc_tests::resident_bytes();
+}
 
-    let returned = after.purged - during.purged;
+/// Prints what went back to the OS and the committed and resident figures, for the CI log.
+fn print_figures(returned: i64, before: &Snapshot, during: &Snapshot, after: &Snapshot) {
     println!(
         "purged (returned to the OS): {} MiB; committed {} -> {} -> {} MiB; resident {:?} -> {:?} -> {:?} MiB",
         returned >> 20,
-        before.committed.current >> 20,
-        during.committed.current >> 20,
-        after.committed.current >> 20,
-        resident_before.map(|r| r >> 20),
-        resident_during.map(|r| r >> 20),
-        resident_after.map(|r| r >> 20),
+        before.stats.committed.current >> 20,
+        during.stats.committed.current >> 20,
+        after.stats.committed.current >> 20,
+        before.resident.map(|r| r >> 20),
+        during.resident.map(|r| r >> 20),
+        after.resident.map(|r| r >> 20),
     );
-    assert!(
-        returned >= 64 << 20,
-        "dropping the heap returned only {returned} bytes to the OS"
-    );
-    match (resident_during, resident_after) {
+}
+
+/// Where the OS tells the resident set, dropping the heap shrank it by the 64 MiB buffer.
+fn check_resident_set_shrank(during: &Snapshot, after: &Snapshot) {
+    match (during.resident, after.resident) {
         (Some(during), Some(after)) => assert!(
             during - after >= 64 << 20,
             "the resident set shrank by only {} bytes",

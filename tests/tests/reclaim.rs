@@ -8,6 +8,26 @@ use std::alloc::{GlobalAlloc, Layout};
 
 const MIB: usize = 1 << 20;
 
+/// The process's memory at one moment: mimalloc's statistics, then the OS's resident set.
+struct Snapshot {
+    stats: mimalloc::Stats,
+    rss: Option<usize>,
+}
+
+impl Snapshot {
+    /// Takes mimalloc's statistics first and the resident set second, in that order.
+    fn take() -> Snapshot {
+        let stats = mimalloc::stats();
+        let rss = resident_bytes();
+        Snapshot { stats, rss }
+    }
+
+    /// mimalloc's committed statistic.
+    fn committed(&self) -> i64 {
+        self.stats.committed.current
+    }
+}
+
 #[test]
 fn freed_working_set_is_returned_after_collect() {
     if mimalloc_tests::emulator().as_deref() == Some("qemu") {
@@ -19,23 +39,50 @@ fn freed_working_set_is_returned_after_collect() {
             "under qemu-user the purge's effect depends on the emulator's environment",
         );
     }
-    let working_set = if cfg!(target_pointer_width = "64") {
+    let working_set = working_set_size();
+    mimalloc::collect(true);
+    let before = Snapshot::take();
+
+    let blocks = allocate_working_set(working_set);
+    let peak = Snapshot::take();
+    free_blocks(blocks);
+    mimalloc::collect(true);
+    let after = Snapshot::take();
+
+    print_figures(working_set, &before, &peak, &after);
+    assert!(
+        peak.committed() - before.committed() >= (working_set as i64) * 9 / 10,
+        "the working set was not committed: the test measures nothing"
+    );
+    let (name, grown) = still_held(working_set, &before, &peak, &after);
+    assert!(
+        grown <= working_set / 10,
+        "{} MiB of the {} MiB working set is still {name} after collect(true)",
+        grown >> 20,
+        working_set >> 20
+    );
+}
+
+/// The bytes the test allocates: large enough that what stays after collect is clearly less.
+fn working_set_size() -> usize {
+    if cfg!(target_pointer_width = "64") {
         512 * MIB
     } else {
         128 * MIB
-    };
-    mimalloc::collect(true);
-    let before = mimalloc::stats();
-    let rss_before = resident_bytes();
+    }
+}
 
-    // Blocks of all kinds: small and medium pages, large blocks, huge ones.
+/// Allocates and touches blocks of all kinds (small and medium pages, large blocks, huge ones)
+/// until they add up to `working_set` bytes.
+fn allocate_working_set(working_set: usize) -> Vec<(*mut u8, Layout)> {
     let sizes = [64, 1000, 8 << 10, 100 << 10, MIB, 6 * MIB];
     let mut blocks = Vec::new();
     let mut total = 0;
     let mut i = 0;
     while total < working_set {
         let layout = Layout::from_size_align(sizes[i % sizes.len()], 8).unwrap();
-        // SAFETY: non-zero size; every block is touched within its size and freed once.
+        // SAFETY: non-zero size; every block is touched within its size and freed once (by
+        // `free_blocks`).
         unsafe {
             let p = MiMalloc.alloc(layout);
             assert!(!p.is_null());
@@ -45,36 +92,45 @@ fn freed_working_set_is_returned_after_collect() {
         total += layout.size();
         i += 1;
     }
-    let peak = mimalloc::stats();
-    let rss_peak = resident_bytes();
+    blocks
+}
+
+/// Frees, in allocation order, the blocks `allocate_working_set` returned.
+fn free_blocks(blocks: Vec<(*mut u8, Layout)>) {
     for (p, layout) in blocks {
         // SAFETY: each block is live and freed once.
         unsafe { MiMalloc.dealloc(p, layout) };
     }
-    mimalloc::collect(true);
-    let after = mimalloc::stats();
-    let rss_after = resident_bytes();
+}
 
+/// Prints the committed and resident figures at the three moments, for the CI log.
+fn print_figures(working_set: usize, before: &Snapshot, peak: &Snapshot, after: &Snapshot) {
     let mib = |b: Option<usize>| b.map(|b| (b >> 20).to_string());
     println!(
         "working set {} MiB; committed (mimalloc's statistic): {} / {} / {} MiB; resident: \
          {:?} / {:?} / {:?} MiB (before / with the working set / after collect)",
         working_set >> 20,
-        before.committed.current >> 20,
-        peak.committed.current >> 20,
-        after.committed.current >> 20,
-        mib(rss_before),
-        mib(rss_peak),
-        mib(rss_after),
+        before.committed() >> 20,
+        peak.committed() >> 20,
+        after.committed() >> 20,
+        mib(before.rss),
+        mib(peak.rss),
+        mib(after.rss),
     );
-    assert!(
-        peak.committed.current - before.committed.current >= (working_set as i64) * 9 / 10,
-        "the working set was not committed: the test measures nothing"
-    );
-    // Nearly all of it is returned: what stays is mimalloc's metadata and caches. Where the
-    // OS tells the resident set, that is what counts (purged memory may stay "committed" in
-    // mimalloc's accounts, see `mimalloc::Stats::committed`); elsewhere the statistic has to do.
-    let (name, grown) = match (rss_before, rss_peak, rss_after) {
+}
+
+/// What of the working set is still held after collect, and by which measure.
+///
+/// Nearly all of it is returned: what stays is mimalloc's metadata and caches. Where the OS
+/// tells the resident set, that is what counts (purged memory may stay "committed" in
+/// mimalloc's accounts, see `mimalloc::Stats::committed`); elsewhere the statistic has to do.
+fn still_held(
+    working_set: usize,
+    before: &Snapshot,
+    peak: &Snapshot,
+    after: &Snapshot,
+) -> (&'static str, usize) {
+    match (before.rss, peak.rss, after.rss) {
         (Some(before), Some(peak), Some(after)) => {
             assert!(
                 peak - before.min(peak) >= working_set * 9 / 10,
@@ -84,13 +140,7 @@ fn freed_working_set_is_returned_after_collect() {
         }
         _ => (
             "committed",
-            (after.committed.current - before.committed.current).max(0) as usize,
+            (after.committed() - before.committed()).max(0) as usize,
         ),
-    };
-    assert!(
-        grown <= working_set / 10,
-        "{} MiB of the {} MiB working set is still {name} after collect(true)",
-        grown >> 20,
-        working_set >> 20
-    );
+    }
 }

@@ -7,7 +7,7 @@
 use mimalloc::{MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex, MutexGuard};
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread;
 
 static T: Tracking<MiMalloc> = Tracking::new(MiMalloc);
@@ -382,77 +382,111 @@ fn exiting_threads_publish_what_they_buffered() {
 
 #[test]
 fn the_limit_holds_with_threads_racing() {
-    const THREADS: usize = 8;
-    const ROOM: usize = 4 << 20;
-    const MAX_REQUEST: usize = 4096;
     let account = Account::take();
-    let limit = account.base + ROOM;
+    let limit = account.base + racing::ROOM;
     T.set_limit(Some(limit));
     T.reset_peak();
-    // Bytes the threads hold: raised after an allocation succeeds and lowered before a free,
-    // so it is never above the true live bytes.
-    let held = Arc::new(AtomicUsize::new(0));
-    let max_held = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS));
-    let handles: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (held, max_held, start) = (held.clone(), max_held.clone(), start.clone());
-            thread::spawn(move || {
-                let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ t as u64;
-                let mut blocks = Vec::new();
-                let mut refusals = 0;
-                start.wait();
-                // Until refused 200 times; the last thing a thread does is a refused request,
-                // which gives back its buffer's grant.
-                while refusals < 200 {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    if rng % 10 == 0 && !blocks.is_empty() {
-                        let block: Block = blocks.swap_remove(rng as usize % blocks.len());
-                        held.fetch_sub(block.layout.size(), Ordering::SeqCst);
-                        drop(block);
-                        continue;
-                    }
-                    let size = 1 + (rng >> 20) as usize % MAX_REQUEST;
-                    match Block::new(size, 8) {
-                        Some(block) => {
-                            let now = held.fetch_add(size, Ordering::SeqCst) + size;
-                            max_held.fetch_max(now, Ordering::SeqCst);
-                            blocks.push(block);
-                        }
-                        None => refusals += 1,
-                    }
-                }
-                blocks
-            })
-        })
-        .collect();
-    let blocks: Vec<Vec<Block>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let total: usize = blocks.iter().flatten().map(|b| b.layout.size()).sum();
-    let stats = T.stats();
-    assert!(
-        max_held.load(Ordering::SeqCst) <= ROOM,
-        "the limit was exceeded"
-    );
-    assert!(
-        stats.peak_bytes <= limit,
-        "peak {} > limit {limit}",
-        stats.peak_bytes
-    );
-    assert!(stats.refused_allocations >= THREADS * 200);
-    assert_eq!(
-        account.live(),
-        total as isize,
-        "every thread published at exit"
-    );
-    // Every thread stopped on a refusal, holding no grant: the last refusal had at most one
-    // request's worth of room left.
-    assert!(
-        total + MAX_REQUEST > ROOM,
-        "refused with {} bytes of room",
-        ROOM - total
-    );
+    let (blocks, max_held) = racing::race();
+    racing::check_the_limit_held(&account, limit, max_held, &blocks);
     drop(blocks);
     assert_eq!(account.live(), 0);
+}
+
+/// The threads of `the_limit_holds_with_threads_racing`, and what it checks of their run.
+mod racing {
+    use super::{Account, Block, T};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    /// The threads that race for the room.
+    const THREADS: usize = 8;
+    /// The bytes above the account's start that the limit allows.
+    pub(super) const ROOM: usize = 4 << 20;
+    /// The largest request a thread makes.
+    const MAX_REQUEST: usize = 4096;
+
+    /// Runs the threads from a common start; returns the blocks each still holds when it
+    /// stops, and the most bytes they held at once.
+    pub(super) fn race() -> (Vec<Vec<Block>>, usize) {
+        // Bytes the threads hold: raised after an allocation succeeds and lowered before a
+        // free, so it is never above the true live bytes.
+        let held = Arc::new(AtomicUsize::new(0));
+        let max_held = Arc::new(AtomicUsize::new(0));
+        let start = Arc::new(Barrier::new(THREADS));
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (held, max_held, start) = (held.clone(), max_held.clone(), start.clone());
+                thread::spawn(move || racer(t, &held, &max_held, &start))
+            })
+            .collect();
+        let blocks = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        (blocks, max_held.load(Ordering::SeqCst))
+    }
+
+    /// One thread: allocates and frees at random until refused 200 times; the last thing it
+    /// does is a refused request, which gives back its buffer's grant.
+    fn racer(t: usize, held: &AtomicUsize, max_held: &AtomicUsize, start: &Barrier) -> Vec<Block> {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ t as u64;
+        let mut blocks = Vec::new();
+        let mut refusals = 0;
+        start.wait();
+        while refusals < 200 {
+            xorshift(&mut rng);
+            if rng % 10 == 0 && !blocks.is_empty() {
+                let block: Block = blocks.swap_remove(rng as usize % blocks.len());
+                held.fetch_sub(block.layout.size(), Ordering::SeqCst);
+                drop(block);
+                continue;
+            }
+            let size = 1 + (rng >> 20) as usize % MAX_REQUEST;
+            match Block::new(size, 8) {
+                Some(block) => {
+                    let now = held.fetch_add(size, Ordering::SeqCst) + size;
+                    max_held.fetch_max(now, Ordering::SeqCst);
+                    blocks.push(block);
+                }
+                None => refusals += 1,
+            }
+        }
+        blocks
+    }
+
+    /// Advances a thread's xorshift random state.
+    fn xorshift(rng: &mut u64) {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+    }
+
+    /// No thread got past the limit, each stopped on refusals, and the account holds exactly
+    /// what the threads still hold.
+    pub(super) fn check_the_limit_held(
+        account: &Account,
+        limit: usize,
+        max_held: usize,
+        blocks: &[Vec<Block>],
+    ) {
+        let total: usize = blocks.iter().flatten().map(|b| b.layout.size()).sum();
+        let stats = T.stats();
+        assert!(max_held <= ROOM, "the limit was exceeded");
+        assert!(
+            stats.peak_bytes <= limit,
+            "peak {} > limit {limit}",
+            stats.peak_bytes
+        );
+        assert!(stats.refused_allocations >= THREADS * 200);
+        assert_eq!(
+            account.live(),
+            total as isize,
+            "every thread published at exit"
+        );
+        // Every thread stopped on a refusal, holding no grant: the last refusal had at most one
+        // request's worth of room left.
+        assert!(
+            total + MAX_REQUEST > ROOM,
+            "refused with {} bytes of room",
+            ROOM - total
+        );
+    }
 }

@@ -4,7 +4,7 @@
 use crate::variants::{Source, Variant};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::thread;
 use std::time::Instant;
 
@@ -33,6 +33,14 @@ impl Places {
         let out = out.unwrap_or_else(|| builds.clone());
         Places { root, builds, out }
     }
+    /// Writes one of the results to the output directory and says where.
+    pub fn write_result(&self, name: &str, text: &str) -> Result<(), String> {
+        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let path = self.out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+        Ok(())
+    }
     fn bin_dir(&self) -> PathBuf {
         self.builds.join("bin")
     }
@@ -47,6 +55,9 @@ pub struct Built {
     pub path: PathBuf,
     pub seconds: f64,
 }
+
+/// The built drivers, by binary name ([`Variant::binary`]).
+pub type Binaries = BTreeMap<&'static str, Built>;
 
 /// The target directory a binary is built in. Builds in one lane run one after another and
 /// share compiled dependencies; lanes run at the same time. jemalloc has a lane of its own
@@ -65,7 +76,7 @@ pub fn build_all(
     variants: &[Variant],
     places: &Places,
     on_built: &(dyn Fn(&str, &Built) + Sync),
-) -> Result<BTreeMap<&'static str, Built>, String> {
+) -> Result<Binaries, String> {
     let mut lanes: BTreeMap<&'static str, Vec<(&'static str, &Source)>> = BTreeMap::new();
     for v in variants {
         let lane = lanes.entry(lane(&v.source)).or_default();
@@ -103,12 +114,31 @@ fn build_one(
     places: &Places,
     on_built: &(dyn Fn(&str, &Built) + Sync),
 ) -> Result<(&'static str, Built), String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(&places.root)
-        .env_remove("CARGO_TARGET_DIR")
-        .args(["build", "--release"]);
+    let target_dir = places.builds.join(lane);
+    let (mut command, exe) = driver_build(source, &places.root);
+    command.arg("--target-dir").arg(&target_dir);
+    let start = Instant::now();
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run cargo to build {name}: {e}"))?;
+    let seconds = start.elapsed().as_secs_f64();
+    keep_log(name, output, places)?;
+    let exe = format!("{exe}{}", std::env::consts::EXE_SUFFIX);
+    let from = target_dir.join("release").join(exe);
+    let to = places
+        .bin_dir()
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    std::fs::copy(&from, &to).map_err(|e| format!("copying {}: {e}", from.display()))?;
+    let built = Built { path: to, seconds };
+    on_built(name, &built);
+    Ok((name, built))
+}
+
+/// The cargo command that builds `source`'s driver (its target directory still to add), and
+/// the name of the executable it makes.
+fn driver_build(source: &Source, root: &Path) -> (Command, &'static str) {
+    let mut command = cargo(root);
+    command.args(["build", "--release"]);
     let exe = match source {
         Source::Workspace { features } => {
             command.args(["-p", "bench-driver", "--features", features]);
@@ -120,33 +150,33 @@ fn build_one(
             "bench-driver-peer"
         }
     };
-    let target_dir = places.builds.join(lane);
-    command.arg("--target-dir").arg(&target_dir);
+    (command, exe)
+}
+
+/// Writes a build's output to its log; a failed build is an error showing the log's tail.
+fn keep_log(name: &str, output: Output, places: &Places) -> Result<(), String> {
     let log = places.log(name);
-    let start = Instant::now();
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot run cargo to build {name}: {e}"))?;
-    let seconds = start.elapsed().as_secs_f64();
     let mut text = output.stdout;
     text.extend_from_slice(&output.stderr);
     std::fs::write(&log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
-    if !output.status.success() {
-        let text = String::from_utf8_lossy(&text);
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-        return Err(format!(
-            "building the {name} driver failed (full log: {}):\n{tail}",
-            log.display()
-        ));
+    if output.status.success() {
+        return Ok(());
     }
-    let exe = format!("{exe}{}", std::env::consts::EXE_SUFFIX);
-    let from = target_dir.join("release").join(exe);
-    let to = places
-        .bin_dir()
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    std::fs::copy(&from, &to).map_err(|e| format!("copying {}: {e}", from.display()))?;
-    let built = Built { path: to, seconds };
-    on_built(name, &built);
-    Ok((name, built))
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    Err(format!(
+        "building the {name} driver failed (full log: {}):\n{tail}",
+        log.display()
+    ))
+}
+
+/// `cargo` (the one running the runner, when there is one) in the workspace root, without the
+/// caller's target directory: every build here names its own, so that none replaces another's
+/// binaries or shares its lock.
+pub fn cargo(root: &Path) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(root).env_remove("CARGO_TARGET_DIR");
+    command
 }

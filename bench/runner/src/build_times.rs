@@ -2,10 +2,9 @@
 //! each in a fresh target directory: the whole build (cc, libc, the crate) and its C part
 //! (the build script's run, from cargo's `--timings` report).
 
-use crate::binaries::Places;
+use crate::binaries::{self, Places};
 use crate::stats::median;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 struct Crate {
@@ -61,11 +60,8 @@ pub fn run(rounds: usize, places: &Places) -> Result<(), String> {
 
 /// Seconds for the whole build, and for the package's build-script run.
 fn clean_build(krate: &Crate, root: &Path, target_dir: &Path) -> Result<(f64, f64), String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let start = Instant::now();
-    let output = Command::new(cargo)
-        .current_dir(root)
-        .env_remove("CARGO_TARGET_DIR")
+    let output = binaries::cargo(root)
         .args(["build", "--release", "--timings", "-p", krate.package])
         .args(krate.args)
         .arg("--target-dir")

@@ -1,38 +1,56 @@
 //! The main job: builds every allocator's driver, runs every workload on every allocator in
 //! turn for several rounds, and reports.
 
-use crate::binaries::{self, Places};
+use crate::binaries::{self, Binaries, Places};
 use crate::machine::Machine;
 use crate::measure;
 use crate::options::Options;
 use crate::progress;
 use crate::report::{self, Report};
 use crate::stats::Samples;
+use bench_workloads::Workload;
+use indicatif::ProgressBar;
 
 pub fn run(options: &Options, command: String) -> Result<(), String> {
     let places = Places::new(options.out.clone());
     let binaries = build(options, &places)?;
+    let (samples, failures) = measure_all(options, &binaries);
+    let report = Report {
+        workloads: &options.workloads,
+        variants: &options.variants,
+        samples: &samples,
+        machine: Machine::describe(),
+        command,
+    };
+    print!("{}", report::table::render(&report));
+    places.write_result("results.md", &report::markdown::render(&report))?;
+    places.write_result("results.svg", &report::svg::render(&report))?;
+    places.write_result("samples.csv", &report.csv())?;
+    let checks = options.workloads.len() * options.variants.len() * options.rounds;
+    verdict(checks, &failures)
+}
+
+fn build(options: &Options, places: &Places) -> Result<Binaries, String> {
+    let spinner = progress::spinner("building the driver binaries (the first build takes minutes)");
+    let report = |name: &str, built: &binaries::Built| {
+        spinner.println(format!("built {name:<12} in {:6.1} s", built.seconds));
+    };
+    let built = binaries::build_all(&options.variants, places, &report);
+    spinner.finish_and_clear();
+    built
+}
+
+/// Every round of every workload on every allocator; the samples, and the failed runs.
+fn measure_all(options: &Options, binaries: &Binaries) -> (Samples, Vec<String>) {
     let (workloads, variants) = (&options.workloads, &options.variants);
     let mut samples = Samples::new(workloads.len(), variants.len(), options.rounds);
     let mut failures = Vec::new();
-    let total = options.rounds * workloads.len() * variants.len();
-    let bar = progress::bar(total as u64);
+    let bar = progress::bar((options.rounds * workloads.len() * variants.len()) as u64);
     for round in 0..options.rounds {
         for (w, workload) in workloads.iter().enumerate() {
-            // Each round starts the alternation with a different allocator, so that none is
-            // always first after another workload (or always last before one).
-            for i in 0..variants.len() {
-                let v = (i + round) % variants.len();
-                let variant = &variants[v];
-                bar.set_message(format!(
-                    "round {}/{}: {} on {}",
-                    round + 1,
-                    options.rounds,
-                    workload.name,
-                    variant.name
-                ));
-                let binary = &binaries[variant.binary].path;
-                match measure::run(binary, variant, workload.name, options.quick) {
+            for v in turn(round, variants.len()) {
+                let at = Turn { round, workload, v };
+                match measure_one(options, binaries, &at, &bar) {
                     Ok(sample) => samples.grid[w][v][round] = Some(sample),
                     Err(problem) => {
                         bar.println(format!("FAILED {problem}"));
@@ -44,27 +62,43 @@ pub fn run(options: &Options, command: String) -> Result<(), String> {
         }
     }
     bar.finish_and_clear();
+    (samples, failures)
+}
 
-    let report = Report {
-        workloads,
-        variants,
-        samples: &samples,
-        machine: Machine::describe(),
-        command,
-    };
-    print!("{}", report::table::render(&report));
-    let files = [
-        ("results.md", report::markdown::render(&report)),
-        ("results.svg", report::svg::render(&report)),
-        ("samples.csv", report.csv()),
-    ];
-    std::fs::create_dir_all(&places.out).map_err(|e| format!("{}: {e}", places.out.display()))?;
-    for (name, text) in files {
-        let path = places.out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
-    let checks = workloads.len() * variants.len() * options.rounds;
+/// The order of the allocators in a round. Each round starts the alternation with a different
+/// allocator, so that none is always first after another workload (or always last before one).
+fn turn(round: usize, variants: usize) -> impl Iterator<Item = usize> {
+    (0..variants).map(move |i| (i + round) % variants)
+}
+
+/// Which run of the alternation is next.
+struct Turn<'a> {
+    round: usize,
+    workload: &'a Workload,
+    /// The allocator's index in the options' variants.
+    v: usize,
+}
+
+fn measure_one(
+    options: &Options,
+    binaries: &Binaries,
+    at: &Turn,
+    bar: &ProgressBar,
+) -> Result<measure::Sample, String> {
+    let variant = &options.variants[at.v];
+    bar.set_message(format!(
+        "round {}/{}: {} on {}",
+        at.round + 1,
+        options.rounds,
+        at.workload.name,
+        variant.name
+    ));
+    let binary = &binaries[variant.binary].path;
+    measure::run(binary, variant, at.workload.name, options.quick)
+}
+
+/// Every run checks the driver's answer: the run fails when any did not match.
+fn verdict(checks: usize, failures: &[String]) -> Result<(), String> {
     println!(
         "result checks: {} passed, {} failed",
         checks - failures.len(),
@@ -79,17 +113,4 @@ pub fn run(options: &Options, command: String) -> Result<(), String> {
             failures.join("\n")
         ))
     }
-}
-
-fn build(
-    options: &Options,
-    places: &Places,
-) -> Result<std::collections::BTreeMap<&'static str, binaries::Built>, String> {
-    let spinner = progress::spinner("building the driver binaries (the first build takes minutes)");
-    let report = |name: &str, built: &binaries::Built| {
-        spinner.println(format!("built {name:<12} in {:6.1} s", built.seconds));
-    };
-    let built = binaries::build_all(&options.variants, places, &report);
-    spinner.finish_and_clear();
-    built
 }

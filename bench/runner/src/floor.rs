@@ -15,22 +15,15 @@ mod plan;
 const CC_RELEASE_FLAGS: [&str; 4] = ["-O3", "-ffunction-sections", "-fdata-sections", "-fPIC"];
 
 /// The compiler arguments `mimalloc-sys` uses for `static.c` on this machine (release).
-pub fn mimalloc_sys_arguments() -> Vec<String> {
-    // The runner runs where it was built, so `cfg!` describes the target here (unlike in a
-    // build script, where it describes the build machine).
-    // Only the facts the compile decisions read; the rest default, so that a new field in the
-    // plan's `Target` does not break this copy.
-    let target = plan::Target {
-        arch: std::env::consts::ARCH.to_owned(),
-        os: std::env::consts::OS.to_owned(),
-        env: if cfg!(target_env = "gnu") { "gnu" } else { "" }.to_owned(),
-        families: vec![std::env::consts::FAMILY.to_owned()],
-        has_atomic: vec!["64".to_owned(), "ptr".to_owned()],
-        ..Default::default()
-    };
+pub fn mimalloc_sys_arguments() -> Result<Vec<String>, String> {
+    let target = host_target()?;
     let plan = match plan::decide(&target, &plan::Features::default(), true) {
         plan::Decision::Build(plan) => plan,
-        other => panic!("mimalloc-sys builds nothing for this machine: {other:?}"),
+        other => {
+            return Err(format!(
+                "mimalloc-sys builds nothing for this machine: {other:?}"
+            ));
+        }
     };
     let mut args: Vec<String> = CC_RELEASE_FLAGS.iter().map(|s| s.to_string()).collect();
     for d in &plan.defines {
@@ -45,7 +38,35 @@ pub fn mimalloc_sys_arguments() -> Vec<String> {
             .chain(&plan.flags_if_supported)
             .map(|s| s.to_string()),
     );
-    args
+    Ok(args)
+}
+
+/// The facts of the machine the floor runs on, built by the function the build script uses,
+/// from what rustc says of its host target (`rustc --print cfg`: the values cargo passes a
+/// build script as `CARGO_CFG_*`).
+fn host_target() -> Result<plan::Target, String> {
+    let rustc = |args: &[&str]| -> Result<String, String> {
+        let out = Command::new("rustc")
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run rustc: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let version = rustc(&["-vV"])?;
+    let triple = version
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .ok_or("rustc -vV names no host")?;
+    let cfg = rustc(&["--print", "cfg"])?;
+    let values = |key: &str| {
+        let prefix = format!("{key}=\"");
+        let found: Vec<&str> = cfg
+            .lines()
+            .filter_map(|line| line.strip_prefix(&prefix)?.strip_suffix('"'))
+            .collect();
+        (!found.is_empty()).then(|| found.join(","))
+    };
+    plan::Target::from_cfg(triple, values)
 }
 
 /// Compiles mimalloc and the floor program into `dir`; returns the executable.
@@ -60,7 +81,7 @@ pub fn build(root: &Path, dir: &Path) -> Result<PathBuf, String> {
     let exe = dir.join("floor");
     let mut compile = Command::new("cc");
     compile
-        .args(mimalloc_sys_arguments())
+        .args(mimalloc_sys_arguments()?)
         .args(&includes)
         .arg("-c")
         .arg(v3.join("src/static.c"))
@@ -100,7 +121,7 @@ mod tests {
 
     #[test]
     fn the_floor_uses_the_release_defines_of_mimalloc_sys() {
-        let args = mimalloc_sys_arguments();
+        let args = mimalloc_sys_arguments().unwrap();
         for expected in ["-O3", "-DMI_DEBUG=0", "-DNDEBUG"] {
             assert!(
                 args.iter().any(|a| a == expected),

@@ -4,6 +4,7 @@
 mod binaries;
 mod build_times;
 mod compare;
+mod env;
 mod floor;
 mod instructions;
 mod machine;
@@ -14,14 +15,18 @@ mod report;
 mod stats;
 mod variants;
 
-use options::Command;
+use options::{Command, Problem};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let options = match options::parse(&args) {
         Ok(options) => options,
-        Err(problem) => {
+        Err(Problem::Help) => {
+            eprint!("{}", options::USAGE);
+            return ExitCode::from(2);
+        }
+        Err(Problem::Invalid(problem)) => {
             eprintln!("{problem}\n{}", options::USAGE);
             return ExitCode::from(2);
         }

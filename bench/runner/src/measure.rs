@@ -1,6 +1,7 @@
 //! One measurement: one process running one workload, its run time (as the driver timed it)
 //! and its peak resident set size (as the kernel accounted it, from `wait4`'s rusage).
 
+use crate::env;
 use crate::variants::Variant;
 use std::io::Read;
 use std::path::Path;
@@ -17,24 +18,39 @@ pub struct Sample {
 }
 
 /// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
-/// `MIMALLOC_*` variable, so that a stray setting in the caller's shell cannot skew a column.
+/// `MIMALLOC_*` variable.
 pub fn run(
     binary: &Path,
     variant: &Variant,
     workload: &str,
     quick: bool,
 ) -> Result<Sample, String> {
-    let mut command = Command::new(binary);
+    let mut command = env::command(binary, &variant.env);
     command.args(["run", workload]);
     if quick {
         command.arg("--quick");
     }
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("MIMALLOC_") {
-            command.env_remove(key);
-        }
+    let finished = run_to_end(command, binary)?;
+    let what = format!("{workload} on {}", variant.name);
+    if !finished.success {
+        return Err(format!(
+            "{what} failed: {}{}",
+            finished.stdout.trim(),
+            finished.stderr.trim()
+        ));
     }
-    command.envs(variant.env.iter().map(|(k, v)| (k, v)));
+    sample(&finished, &what)
+}
+
+/// A driver process that has exited.
+struct Finished {
+    success: bool,
+    stdout: String,
+    stderr: String,
+    peak_rss_kib: Option<u64>,
+}
+
+fn run_to_end(mut command: Command, binary: &Path) -> Result<Finished, String> {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -55,10 +71,17 @@ pub fn run(
         .read_to_string(&mut stderr)
         .ok();
     let (success, peak_rss_kib) = wait(child)?;
-    let what = format!("{workload} on {}", variant.name);
-    if !success {
-        return Err(format!("{what} failed: {}{}", stdout.trim(), stderr.trim()));
-    }
+    Ok(Finished {
+        success,
+        stdout,
+        stderr,
+        peak_rss_kib,
+    })
+}
+
+/// The sample in a successful run's `key=value` line, once its checksum is the expected one.
+fn sample(finished: &Finished, what: &str) -> Result<Sample, String> {
+    let stdout = &finished.stdout;
     let field = |name: &str| -> Option<u64> {
         stdout
             .split_whitespace()
@@ -76,7 +99,7 @@ pub fn run(
     Ok(Sample {
         nanos,
         cpu_nanos: field("cpu_nanos"),
-        peak_rss_kib,
+        peak_rss_kib: finished.peak_rss_kib,
     })
 }
 

@@ -2,6 +2,9 @@
 
 use crate::variants::{self, Variant};
 use bench_workloads::Workload;
+use lexopt::{Arg, Parser, ValueExt};
+use std::ffi::OsString;
+use std::fmt;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
@@ -21,13 +24,19 @@ options:
   --list                  print the workloads and allocators and exit
 ";
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     Compare,
     Instructions,
     BuildTimes,
     List,
 }
+
+/// The subcommands, by the first argument that names them; without one, the comparison runs.
+const SUBCOMMANDS: [(&str, Command); 2] = [
+    ("instructions", Command::Instructions),
+    ("build-times", Command::BuildTimes),
+];
 
 #[derive(Debug)]
 pub struct Options {
@@ -39,68 +48,279 @@ pub struct Options {
     pub out: Option<PathBuf>,
 }
 
-pub fn parse(args: &[String]) -> Result<Options, String> {
-    let mut args = args.iter().map(String::as_str).peekable();
-    let command = match args.peek() {
-        Some(&"instructions") => Command::Instructions,
-        Some(&"build-times") => Command::BuildTimes,
-        _ => Command::Compare,
-    };
-    if !matches!(command, Command::Compare) {
-        args.next();
-    }
-    let mut quick = false;
-    let mut rounds = None;
-    let mut workloads = None;
-    let mut allocators = None;
-    let mut extra = Vec::new();
-    let mut out = None;
-    let mut list = false;
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg {
-            "--quick" => quick = true,
-            "--rounds" => {
-                let n: usize = value()?.parse().map_err(|_| "--rounds takes a number")?;
-                rounds = Some(n.max(1));
-            }
-            "--workloads" => workloads = Some(value()?.to_owned()),
-            "--allocators" => allocators = Some(value()?.to_owned()),
-            "--variant" => extra.push(variants::parse_extra(value()?)?),
-            "--out" => out = Some(PathBuf::from(value()?)),
-            "--list" => list = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other}")),
+/// Why there are no options: asked for the usage, or a command line that does not parse.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Problem {
+    Help,
+    Invalid(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Help => f.write_str("usage requested"),
+            Problem::Invalid(problem) => f.write_str(problem),
         }
     }
-    let workloads = match workloads {
-        None => bench_workloads::ALL.iter().collect(),
-        Some(names) => names
-            .split(',')
-            .map(|n| bench_workloads::find(n).ok_or(format!("no workload called {n}")))
-            .collect::<Result<_, _>>()?,
+}
+
+impl From<String> for Problem {
+    fn from(problem: String) -> Self {
+        Problem::Invalid(problem)
+    }
+}
+
+impl From<lexopt::Error> for Problem {
+    fn from(error: lexopt::Error) -> Self {
+        Problem::Invalid(match error {
+            lexopt::Error::MissingValue {
+                option: Some(option),
+            } => format!("{option} needs a value"),
+            lexopt::Error::UnexpectedOption(option) => format!("unknown argument {option}"),
+            lexopt::Error::UnexpectedArgument(value) => {
+                format!("unknown argument {}", value.to_string_lossy())
+            }
+            other => other.to_string(),
+        })
+    }
+}
+
+/// Parses the arguments after the program's name.
+pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Options, Problem> {
+    let mut parser = Parser::from_args(args);
+    let command = subcommand(&mut parser);
+    // Exhaustive, so that a new subcommand has to say here which options it takes (one with
+    // options of its own gets its own loop like `common`, sharing `rounds` and the rest).
+    match command {
+        Command::Compare | Command::Instructions | Command::BuildTimes | Command::List => {
+            common(&mut parser)?.resolve(command)
+        }
+    }
+}
+
+/// Takes the first argument if it names a subcommand.
+fn subcommand(parser: &mut Parser) -> Command {
+    let Some(mut raw) = parser.try_raw_args() else {
+        return Command::Compare;
     };
+    let named = raw.peek().and_then(|first| {
+        let (_, command) = SUBCOMMANDS.iter().find(|(name, _)| first == *name)?;
+        Some(*command)
+    });
+    if named.is_some() {
+        raw.next();
+    }
+    named.unwrap_or(Command::Compare)
+}
+
+/// The options as given, before their names are looked up.
+#[derive(Debug, Default)]
+struct Given {
+    quick: bool,
+    rounds: Option<usize>,
+    workloads: Option<String>,
+    allocators: Option<String>,
+    extra: Vec<Variant>,
+    out: Option<PathBuf>,
+    list: bool,
+}
+
+/// The options every subcommand takes (some ignore a few).
+fn common(parser: &mut Parser) -> Result<Given, Problem> {
+    let mut given = Given::default();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Arg::Long("quick") => given.quick = true,
+            Arg::Long("rounds") => given.rounds = Some(rounds(parser)?),
+            Arg::Long("workloads") => given.workloads = Some(parser.value()?.string()?),
+            Arg::Long("allocators") => given.allocators = Some(parser.value()?.string()?),
+            Arg::Long("variant") => {
+                let spec = parser.value()?.string()?;
+                given.extra.push(variants::parse_extra(&spec)?);
+            }
+            Arg::Long("out") => given.out = Some(parser.value()?.into()),
+            Arg::Long("list") => given.list = true,
+            Arg::Short('h') | Arg::Long("help") => return Err(Problem::Help),
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    Ok(given)
+}
+
+/// `--rounds N`: at least one.
+fn rounds(parser: &mut Parser) -> Result<usize, Problem> {
+    let n = parser.value()?.string()?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| "--rounds takes a number".to_owned())?;
+    Ok(n.max(1))
+}
+
+impl Given {
+    fn resolve(self, command: Command) -> Result<Options, Problem> {
+        let workloads = workloads(self.workloads.as_deref())?;
+        let mut variants = allocators(self.allocators.as_deref())?;
+        variants.extend(self.extra);
+        Ok(Options {
+            command: if self.list { Command::List } else { command },
+            quick: self.quick,
+            rounds: self.rounds.unwrap_or(if self.quick { 1 } else { 5 }),
+            workloads,
+            variants,
+            out: self.out,
+        })
+    }
+}
+
+/// `--workloads A,B`; all of them without it.
+fn workloads(names: Option<&str>) -> Result<Vec<&'static Workload>, String> {
+    let Some(names) = names else {
+        return Ok(bench_workloads::ALL.iter().collect());
+    };
+    names
+        .split(',')
+        .map(|n| bench_workloads::find(n).ok_or(format!("no workload called {n}")))
+        .collect()
+}
+
+/// `--allocators A,B` among the built-in ones; all of them without it.
+fn allocators(names: Option<&str>) -> Result<Vec<Variant>, String> {
     let built_in = variants::built_in();
-    let mut variants: Vec<Variant> = match allocators {
-        None => built_in,
-        Some(names) => names
-            .split(',')
-            .map(|n| {
-                built_in
-                    .iter()
-                    .find(|v| v.name == n)
-                    .cloned()
-                    .ok_or(format!("no allocator called {n}"))
-            })
-            .collect::<Result<_, _>>()?,
+    let Some(names) = names else {
+        return Ok(built_in);
     };
-    variants.extend(extra);
-    Ok(Options {
-        command: if list { Command::List } else { command },
-        quick,
-        rounds: rounds.unwrap_or(if quick { 1 } else { 5 }),
-        workloads,
-        variants,
-        out,
-    })
+    let find = |n: &str| {
+        let found = built_in.iter().find(|v| v.name == n);
+        found.cloned().ok_or(format!("no allocator called {n}"))
+    };
+    names.split(',').map(find).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Command, Options, Problem, parse};
+
+    fn ok(args: &str) -> Options {
+        parse(args.split_whitespace()).unwrap_or_else(|p| panic!("{args}: {p}"))
+    }
+
+    fn invalid(args: &str) -> String {
+        match parse(args.split_whitespace()) {
+            Err(Problem::Invalid(problem)) => problem,
+            other => panic!("{args}: {other:?}"),
+        }
+    }
+
+    fn names(options: &Options) -> Vec<&str> {
+        options.variants.iter().map(|v| v.name.as_str()).collect()
+    }
+
+    #[test]
+    fn without_arguments_every_workload_runs_on_every_built_in_allocator_five_times() {
+        let options = ok("");
+        assert_eq!(options.command, Command::Compare);
+        assert!(!options.quick);
+        assert_eq!(options.rounds, 5);
+        assert_eq!(options.workloads.len(), bench_workloads::ALL.len());
+        let built_in = crate::variants::built_in();
+        assert_eq!(
+            names(&options),
+            built_in.iter().map(|v| &v.name).collect::<Vec<_>>()
+        );
+        assert_eq!(options.out, None);
+    }
+
+    #[test]
+    fn quick_means_one_round_unless_rounds_says_otherwise_and_rounds_is_at_least_one() {
+        let quick = ok("--quick");
+        assert!(quick.quick);
+        assert_eq!(quick.rounds, 1);
+        assert_eq!(ok("--quick --rounds 3").rounds, 3);
+        assert_eq!(ok("--rounds 3 --quick").rounds, 3);
+        assert_eq!(ok("--rounds=7").rounds, 7);
+        assert_eq!(ok("--rounds 0").rounds, 1);
+        assert_eq!(invalid("--rounds x"), "--rounds takes a number");
+        assert_eq!(invalid("--rounds -2"), "--rounds takes a number");
+    }
+
+    #[test]
+    fn every_option_is_read() {
+        let options = ok("--workloads replay,growth --allocators ours,peer \
+             --variant ours-purge0=ours:MIMALLOC_PURGE_DELAY=0 --variant sys-x=system:A=1:B=2 \
+             --out /tmp/somewhere");
+        let workloads: Vec<&str> = options.workloads.iter().map(|w| w.name).collect();
+        assert_eq!(workloads, ["replay", "growth"]);
+        assert_eq!(names(&options), ["ours", "peer", "ours-purge0", "sys-x"]);
+        assert_eq!(options.variants[3].env.len(), 2);
+        assert_eq!(options.out.as_deref(), Some("/tmp/somewhere".as_ref()));
+        assert_eq!(ok("--list").command, Command::List);
+        assert_eq!(ok("instructions --list").command, Command::List);
+    }
+
+    #[test]
+    fn names_that_do_not_exist_are_errors() {
+        assert_eq!(
+            invalid("--workloads replay,nosuch"),
+            "no workload called nosuch"
+        );
+        assert_eq!(invalid("--allocators nosuch"), "no allocator called nosuch");
+        assert!(invalid("--variant x=ours").starts_with("--variant x=ours: expected"));
+    }
+
+    #[test]
+    fn an_unknown_argument_is_an_error() {
+        assert_eq!(invalid("--bogus"), "unknown argument --bogus");
+        assert_eq!(invalid("-x"), "unknown argument -x");
+        assert_eq!(invalid("foo"), "unknown argument foo");
+        assert_eq!(invalid("--quick extra"), "unknown argument extra");
+        // A subcommand is only a subcommand first.
+        assert_eq!(
+            invalid("--quick instructions"),
+            "unknown argument instructions"
+        );
+        assert_eq!(invalid("--bogus --help"), "unknown argument --bogus");
+        assert!(invalid("--quick=yes").contains("--quick"));
+    }
+
+    #[test]
+    fn an_option_without_its_value_is_an_error() {
+        for option in [
+            "--rounds",
+            "--workloads",
+            "--allocators",
+            "--variant",
+            "--out",
+        ] {
+            assert_eq!(invalid(option), format!("{option} needs a value"));
+        }
+        assert_eq!(invalid("instructions --rounds"), "--rounds needs a value");
+    }
+
+    #[test]
+    fn help_stops_at_once() {
+        for args in [
+            "-h",
+            "--help",
+            "--quick --help",
+            "--help --bogus",
+            "build-times -h",
+        ] {
+            assert_eq!(parse(args.split_whitespace()).unwrap_err(), Problem::Help);
+        }
+    }
+
+    #[test]
+    fn a_subcommand_comes_first_and_takes_the_options() {
+        let options = ok("instructions --allocators ours --workloads replay");
+        assert_eq!(options.command, Command::Instructions);
+        assert_eq!(names(&options), ["ours"]);
+        assert_eq!(options.workloads[0].name, "replay");
+        let options = ok("build-times --rounds 2");
+        assert_eq!(options.command, Command::BuildTimes);
+        assert_eq!(options.rounds, 2);
+        assert_eq!(
+            invalid("instructions build-times"),
+            "unknown argument build-times"
+        );
+    }
 }

@@ -23,6 +23,17 @@ pub struct Variant {
     pub about: String,
 }
 
+impl Variant {
+    /// Whether its binary is this workspace's mimalloc (in any build), the only driver that
+    /// runs the loops through a `Heap` and the `Allocator` impls.
+    pub fn is_ours(&self) -> bool {
+        match self.source {
+            Source::Workspace { features } => features.split(',').any(|f| f == "ours"),
+            Source::Peer => false,
+        }
+    }
+}
+
 /// The allocator every ratio is also given against, besides the system one.
 pub const PEER: &str = "peer";
 pub const SYSTEM: &str = "system";
@@ -113,7 +124,7 @@ pub fn parse_extra(spec: &str) -> Result<Variant, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Source, parse_extra};
+    use super::{Source, built_in, parse_extra};
 
     #[test]
     fn an_extra_variant_runs_its_base_binary_with_its_environment() {
@@ -130,5 +141,17 @@ mod tests {
             "an extra variant sets something"
         );
         assert!(parse_extra("x=ours:A").is_err());
+    }
+
+    #[test]
+    fn the_workspace_mimalloc_variants_are_ours() {
+        let ours: Vec<String> = built_in()
+            .into_iter()
+            .filter(|v| v.is_ours())
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(ours, ["ours", "ours-v2", "ours-secure", "ours-thp"]);
+        assert!(parse_extra("x=ours-v2:A=1").unwrap().is_ours());
+        assert!(!parse_extra("x=peer:A=1").unwrap().is_ours());
     }
 }

@@ -125,8 +125,27 @@ fn simulate(transactions: &[Transaction]) -> u64 {
     )
 }
 
+/// Account state by (sparse) account id.
+type Accounts = BTreeMap<u64, Account>;
+/// The key-value store.
+type Store = HashMap<u64, Vec<u8>>;
+/// A block's balance changes: account id and delta.
+type Journal = Vec<(u64, i64)>;
+
+/// Replays every block on fresh state; the checksum covers balances, histories and the store.
 fn replay(transactions: &[Transaction]) -> u64 {
-    let mut accounts: BTreeMap<u64, Account> = (0..ACCOUNTS)
+    let mut accounts = genesis();
+    let mut store: Store = HashMap::new();
+    let mut applied = 0u64;
+    for (number, block) in transactions.chunks(BLOCK).enumerate() {
+        applied += apply_block(&mut accounts, &mut store, number, block);
+    }
+    checksum(&accounts, &store, applied)
+}
+
+/// Every account at its initial balance, with no history yet.
+fn genesis() -> Accounts {
+    (0..ACCOUNTS)
         .map(|i| {
             let account = Account {
                 balance: INITIAL_BALANCE,
@@ -134,54 +153,82 @@ fn replay(transactions: &[Transaction]) -> u64 {
             };
             (account_id(i), account)
         })
-        .collect();
-    let mut store: HashMap<u64, Vec<u8>> = HashMap::new();
+        .collect()
+}
+
+/// Applies block `number`, keeping its journal and receipts; returns how many of its
+/// transactions were applied.
+fn apply_block(
+    accounts: &mut Accounts,
+    store: &mut Store,
+    number: usize,
+    block: &[Transaction],
+) -> u64 {
+    let mut journal: Journal = Vec::new();
+    let mut receipts: Vec<String> = Vec::new();
     let mut applied = 0u64;
-    for (number, block) in transactions.chunks(BLOCK).enumerate() {
-        let mut journal: Vec<(u64, i64)> = Vec::new();
-        let mut receipts: Vec<String> = Vec::new();
-        for (i, &tx) in block.iter().enumerate() {
-            let tx_number = (number * BLOCK + i) as u32;
-            let ok = match tx {
-                Transaction::Transfer { from, to, amount } => {
-                    let (from, to) = (account_id(from), account_id(to));
-                    let payer = accounts.get_mut(&from).expect("account exists");
-                    if payer.balance >= amount {
-                        payer.balance -= amount;
-                        record(payer, tx_number);
-                        journal.push((from, -amount));
-                        let payee = accounts.get_mut(&to).expect("account exists");
-                        payee.balance += amount;
-                        record(payee, tx_number);
-                        journal.push((to, amount));
-                        true
-                    } else {
-                        false
-                    }
-                }
-                Transaction::Mint { to, amount } => {
-                    let payee = accounts.get_mut(&account_id(to)).expect("account exists");
-                    payee.balance += amount;
-                    record(payee, tx_number);
-                    journal.push((account_id(to), amount));
-                    true
-                }
-                Transaction::Put { key, len } => {
-                    store.insert(key as u64, vec![key as u8; len]);
-                    true
-                }
-                Transaction::Delete { key } => store.remove(&(key as u64)).is_some(),
-            };
-            applied += u64::from(ok);
-            receipts.push(format!(
-                "{tx_number}:{}",
-                if ok { "ok" } else { "rejected" }
-            ));
-        }
-        // A node hashes the journal and receipts into the block; here they are only consumed.
-        assert_eq!(receipts.len(), block.len());
-        assert!(journal.iter().all(|&(_, delta)| delta != 0));
+    for (i, &tx) in block.iter().enumerate() {
+        let tx_number = (number * BLOCK + i) as u32;
+        let ok = match tx {
+            Transaction::Transfer { from, to, amount } => {
+                transfer(accounts, &mut journal, tx_number, from, to, amount)
+            }
+            Transaction::Mint { to, amount } => {
+                mint(accounts, &mut journal, tx_number, to, amount);
+                true
+            }
+            Transaction::Put { key, len } => {
+                store.insert(key as u64, vec![key as u8; len]);
+                true
+            }
+            Transaction::Delete { key } => store.remove(&(key as u64)).is_some(),
+        };
+        applied += u64::from(ok);
+        receipts.push(format!(
+            "{tx_number}:{}",
+            if ok { "ok" } else { "rejected" }
+        ));
     }
+    // A node hashes the journal and receipts into the block; here they are only consumed.
+    assert_eq!(receipts.len(), block.len());
+    assert!(journal.iter().all(|&(_, delta)| delta != 0));
+    applied
+}
+
+/// Moves `amount` between two accounts if the payer has it; returns whether it did.
+fn transfer(
+    accounts: &mut Accounts,
+    journal: &mut Journal,
+    tx_number: u32,
+    from: usize,
+    to: usize,
+    amount: i64,
+) -> bool {
+    let (from, to) = (account_id(from), account_id(to));
+    let payer = accounts.get_mut(&from).expect("account exists");
+    if payer.balance < amount {
+        return false;
+    }
+    payer.balance -= amount;
+    record(payer, tx_number);
+    journal.push((from, -amount));
+    let payee = accounts.get_mut(&to).expect("account exists");
+    payee.balance += amount;
+    record(payee, tx_number);
+    journal.push((to, amount));
+    true
+}
+
+/// Credits `amount` of new money to an account.
+fn mint(accounts: &mut Accounts, journal: &mut Journal, tx_number: u32, to: usize, amount: i64) {
+    let payee = accounts.get_mut(&account_id(to)).expect("account exists");
+    payee.balance += amount;
+    record(payee, tx_number);
+    journal.push((account_id(to), amount));
+}
+
+/// The run's result, from the final state and the count of applied transactions.
+fn checksum(accounts: &Accounts, store: &Store, applied: u64) -> u64 {
     // Reading the stored bytes back catches a store whose values were not really kept.
     let bytes: usize = store
         .iter()

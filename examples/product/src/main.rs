@@ -31,7 +31,11 @@ fn main() {
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let total: usize = top.iter().map(|(_, n)| n).sum();
     assert_eq!(total, 2_000_000);
-    println!("words: {total}, distinct: {}, most frequent: {:?}", top.len(), &top[..3]);
+    println!(
+        "words: {total}, distinct: {}, most frequent: {:?}",
+        top.len(),
+        &top[..3]
+    );
     println!("elapsed: {:.0} ms", start.elapsed().as_secs_f64() * 1000.0);
     report_allocator(&top);
 }
@@ -40,7 +44,10 @@ fn main() {
 fn report_allocator(top: &[(&str, usize)]) {
     // Ask mimalloc whether it owns the memory the program just used.
     let owned = mimalloc::is_in_heap_region(top.as_ptr());
-    println!("allocator: mimalloc {} (the result vector is in mimalloc's memory: {owned})", mimalloc::version());
+    println!(
+        "allocator: mimalloc {} (the result vector is in mimalloc's memory: {owned})",
+        mimalloc::version()
+    );
     let mut table = String::new();
     mimalloc::stats_print(&mut table).expect("writing to a String cannot fail");
     println!("mimalloc's statistics:\n{table}");

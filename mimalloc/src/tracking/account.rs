@@ -218,7 +218,10 @@ pub(super) fn thread_live(local: &Local) -> isize {
 
 pub(super) fn thread_peak(local: &Local) -> usize {
     let live = thread_live(local);
-    local.peak.get().max(if live > 0 { live as usize } else { 0 })
+    local
+        .peak
+        .get()
+        .max(if live > 0 { live as usize } else { 0 })
 }
 
 pub(super) fn reset_thread_peak(local: &Local) {

@@ -1,18 +1,61 @@
 //! The results as Markdown: the file `BENCHMARKS.md` is one of these, committed.
 
-use super::{Pick, Report, Row, mib, percent, ratio, seconds};
+use super::{COLUMNS, Pick, Report, Row, ratio};
+use std::fmt::{Display, Write};
 
 pub fn render(report: &Report) -> String {
-    let mut out = String::from("# Allocator benchmark results\n\n");
-    out.push_str(&format!("Command: `{}`\n\n", report.command));
-    for (key, value) in report.machine.lines() {
-        out.push_str(&format!("- {key}: {value}\n"));
+    let mut out = preamble(report);
+    out.push_str(&allocators(report));
+    for (title, pick) in [
+        ("Time vs system", (|r: &Row| r.vs_system) as Pick),
+        ("Time vs peer", |r: &Row| r.vs_peer),
+        ("CPU time vs system", |r: &Row| r.cpu_vs_system),
+        ("CPU time vs peer", |r: &Row| r.cpu_vs_peer),
+        ("Peak RSS vs system", |r: &Row| r.rss_vs_system),
+    ] {
+        out.push_str(&matrix(report, title, pick));
     }
-    out.push_str(&format!(
+    out.push_str("\n## Per workload\n");
+    for w in 0..report.workloads.len() {
+        out.push_str(&workload(report, w));
+    }
+    out
+}
+
+/// A Markdown table's header and separator rows: the `text` columns left-aligned, then the
+/// `numbers` columns right-aligned.
+pub fn header(text: &[&str], numbers: &[&str]) -> String {
+    let mut out = row(text.iter().chain(numbers));
+    out.push('|');
+    out.push_str(&"---|".repeat(text.len()));
+    out.push_str(&"---:|".repeat(numbers.len()));
+    out.push('\n');
+    out
+}
+
+/// One line of a Markdown table.
+pub fn row(cells: impl IntoIterator<Item = impl Display>) -> String {
+    let mut out = String::from("|");
+    for cell in cells {
+        let _ = write!(out, " {cell} |");
+    }
+    out.push('\n');
+    out
+}
+
+/// The title, the command, the machine and how to read the numbers.
+fn preamble(report: &Report) -> String {
+    let mut out = String::from("# Allocator benchmark results\n\n");
+    let _ = write!(out, "Command: `{}`\n\n", report.command);
+    for (key, value) in report.machine.lines() {
+        let _ = writeln!(out, "- {key}: {value}");
+    }
+    let _ = write!(
+        out,
         "- rounds: {} (every workload runs on every allocator in turn, in a fresh process, \
          once per round)\n\n",
         report.samples.rounds
-    ));
+    );
     out.push_str(
         "Ratios are medians over rounds of the ratio of two runs of the same round (paired), \
          so slow drifts of the machine cancel out; below 1 is faster (or smaller). \
@@ -21,57 +64,56 @@ pub fn render(report: &Report) -> String {
          on a busy machine change much less (but which counts a waiting thread's spinning and \
          not its sleeping).\n\n",
     );
-    out.push_str("## Allocators\n\n| name | what |\n|---|---|\n");
+    out
+}
+
+fn allocators(report: &Report) -> String {
+    let mut out = String::from("## Allocators\n\n");
+    out.push_str(&header(&["name", "what"], &[]));
     for v in report.variants {
-        out.push_str(&format!("| `{}` | {} |\n", v.name, v.about));
-    }
-    for (title, pick) in [
-        ("Time vs system", (|r: &Row| r.vs_system) as Pick),
-        ("Time vs peer", |r: &Row| r.vs_peer),
-        ("CPU time vs system", |r: &Row| r.cpu_vs_system),
-        ("CPU time vs peer", |r: &Row| r.cpu_vs_peer),
-        ("Peak RSS vs system", |r: &Row| r.rss_vs_system),
-    ] {
-        out.push_str(&format!("\n## {title}\n\n| allocator |"));
-        for w in report.workloads {
-            out.push_str(&format!(" {} |", w.name));
-        }
-        out.push_str(" geomean |\n|---|");
-        out.push_str(&"---:|".repeat(report.workloads.len() + 1));
-        out.push('\n');
-        for (name, values, mean) in report.matrix(pick) {
-            out.push_str(&format!("| `{name}` |"));
-            for v in values {
-                out.push_str(&format!(" {} |", ratio(v)));
-            }
-            out.push_str(&format!(" {} |\n", ratio(mean)));
-        }
-    }
-    out.push_str("\n## Per workload\n");
-    for (w, workload) in report.workloads.iter().enumerate() {
-        out.push_str(&format!(
-            "\n### {}\n\n{}\n\n",
-            workload.name, workload.summary
-        ));
-        out.push_str(
-            "| allocator | median time | spread | vs system | vs peer | CPU time | CPU vs system | CPU vs peer | peak RSS | RSS vs system |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
-        for r in report.rows(w) {
-            out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                r.allocator,
-                seconds(r.median_seconds),
-                percent(r.spread),
-                ratio(r.vs_system),
-                ratio(r.vs_peer),
-                seconds(r.cpu_seconds),
-                ratio(r.cpu_vs_system),
-                ratio(r.cpu_vs_peer),
-                mib(r.rss_mib),
-                ratio(r.rss_vs_system)
-            ));
-        }
+        out.push_str(&row([format!("`{}`", v.name), v.about.clone()]));
     }
     out
+}
+
+/// One number for every allocator on every workload, and its geometric mean.
+fn matrix(report: &Report, title: &str, pick: Pick) -> String {
+    let mut out = format!("\n## {title}\n\n");
+    out.push_str(&header(&["allocator"], &report.matrix_columns()));
+    for (name, values, mean) in report.matrix(pick) {
+        let cells = values.into_iter().chain([mean]).map(ratio);
+        out.push_str(&row([format!("`{name}`")].into_iter().chain(cells)));
+    }
+    out
+}
+
+fn workload(report: &Report, w: usize) -> String {
+    let workload = report.workloads[w];
+    let mut out = format!("\n### {}\n\n{}\n\n", workload.name, workload.summary);
+    let names = COLUMNS.map(|(_, markdown)| markdown);
+    out.push_str(&header(&names[..1], &names[1..]));
+    for r in report.rows(w) {
+        let mut cells = r.cells();
+        cells[0] = format!("`{}`", cells[0]);
+        out.push_str(&row(cells));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{header, row};
+
+    #[test]
+    fn names_align_left_and_numbers_right() {
+        assert_eq!(
+            header(&["allocator"], &["a", "b"]),
+            "| allocator | a | b |\n|---|---:|---:|\n"
+        );
+        assert_eq!(
+            header(&["name", "what"], &[]),
+            "| name | what |\n|---|---|\n"
+        );
+        assert_eq!(row(["x", "1.0"]), "| x | 1.0 |\n");
+    }
 }

@@ -38,6 +38,38 @@ pub struct Row {
     pub rss_vs_system: Option<f64>,
 }
 
+/// The columns of [`Row::cells`]: as the terminal names them (narrow), and as Markdown does.
+pub const COLUMNS: [(&str, &str); 10] = [
+    ("allocator", "allocator"),
+    ("median", "median time"),
+    ("spread", "spread"),
+    ("vs system", "vs system"),
+    ("vs peer", "vs peer"),
+    ("CPU", "CPU time"),
+    ("CPU vs system", "CPU vs system"),
+    ("CPU vs peer", "CPU vs peer"),
+    ("peak RSS", "peak RSS"),
+    ("RSS vs system", "RSS vs system"),
+];
+
+impl Row {
+    /// The row as text, in the order of [`COLUMNS`].
+    pub fn cells(&self) -> [String; COLUMNS.len()] {
+        [
+            self.allocator.clone(),
+            seconds(self.median_seconds),
+            percent(self.spread),
+            ratio(self.vs_system),
+            ratio(self.vs_peer),
+            seconds(self.cpu_seconds),
+            ratio(self.cpu_vs_system),
+            ratio(self.cpu_vs_peer),
+            mib(self.rss_mib),
+            ratio(self.rss_vs_system),
+        ]
+    }
+}
+
 impl Report<'_> {
     fn index(&self, name: &str) -> Option<usize> {
         self.variants.iter().position(|v| v.name == name)
@@ -80,6 +112,13 @@ impl Report<'_> {
                 (self.variants[v].name.clone(), values, mean)
             })
             .collect()
+    }
+
+    /// The columns of a [`Report::matrix`] after the allocator's name: the workloads and the
+    /// geometric mean.
+    pub fn matrix_columns(&self) -> Vec<&'static str> {
+        let workloads = self.workloads.iter().map(|w| w.name);
+        workloads.chain(["geomean"]).collect()
     }
 
     /// Every sample, one line each: for spreadsheets and for re-analysis.

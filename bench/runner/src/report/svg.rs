@@ -13,46 +13,92 @@ const GROUP_GAP: f64 = 14.0;
 const TOP: f64 = 56.0;
 /// Ratios beyond this are drawn to the edge and labelled with their value.
 const MAX_RATIO: f64 = 3.0;
+/// Pixels per unit of ratio.
+const SCALE: f64 = PANEL_WIDTH / MAX_RATIO;
 const COLOURS: [&str; 10] = [
     "#7f7f7f", "#1f77b4", "#aec7e8", "#9467bd", "#17becf", "#d62728", "#ff7f0e", "#2ca02c",
     "#bcbd22", "#e377c2",
 ];
 
+/// The charts: one panel each, side by side.
+const PANELS: [(&str, Pick); 3] = [
+    ("time vs system", |r| r.vs_system),
+    ("CPU time vs system", |r| r.cpu_vs_system),
+    ("peak RSS vs system", |r| r.rss_vs_system),
+];
+
 pub fn render(report: &Report) -> String {
-    let variants = report.variants.len();
-    let group = variants as f64 * (BAR + BAR_GAP) + GROUP_GAP;
-    let legend_top = TOP + group * report.workloads.len() as f64 + 10.0;
-    let panels: [(&str, Pick); 3] = [
-        ("time vs system", |r| r.vs_system),
-        ("CPU time vs system", |r| r.cpu_vs_system),
-        ("peak RSS vs system", |r| r.rss_vs_system),
-    ];
-    let count = panels.len() as f64;
-    let width = LABEL_WIDTH + count * PANEL_WIDTH + (count - 1.0) * PANEL_GAP + 50.0;
-    let height = legend_top + 20.0 * variants.div_ceil(4) as f64 + 20.0;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"##
-    );
-    let _ = writeln!(svg, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        svg,
-        r##"<text x="10" y="20" font-size="14" font-weight="bold">Allocators relative to the system allocator (median of paired ratios; lower is better)</text>"##
-    );
+    let layout = Layout::of(report);
+    let mut svg = layout.frame();
     let rows: Vec<Vec<Row>> = (0..report.workloads.len())
         .map(|w| report.rows(w))
         .collect();
-    for (p, (title, pick)) in panels.iter().enumerate() {
+    for (p, (title, pick)) in PANELS.iter().enumerate() {
         let x0 = LABEL_WIDTH + p as f64 * (PANEL_WIDTH + PANEL_GAP);
-        let scale = PANEL_WIDTH / MAX_RATIO;
+        svg.push_str(&layout.axis(x0, title));
+        for (w, workload_rows) in rows.iter().enumerate() {
+            let y0 = TOP + w as f64 * layout.group;
+            let name = report.workloads[w].name;
+            if p == 0 {
+                svg.push_str(&layout.label(y0, name));
+            }
+            svg.push_str(&bars(x0, y0, name, workload_rows, *pick));
+        }
+    }
+    svg.push_str(&legend(report, layout.legend_top));
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The sizes that depend on how many workloads and allocators there are.
+struct Layout {
+    /// The height of one workload's bars.
+    group: f64,
+    legend_top: f64,
+    width: f64,
+    height: f64,
+}
+
+impl Layout {
+    fn of(report: &Report) -> Self {
+        let variants = report.variants.len();
+        let group = variants as f64 * (BAR + BAR_GAP) + GROUP_GAP;
+        let legend_top = TOP + group * report.workloads.len() as f64 + 10.0;
+        let count = PANELS.len() as f64;
+        Layout {
+            group,
+            legend_top,
+            width: LABEL_WIDTH + count * PANEL_WIDTH + (count - 1.0) * PANEL_GAP + 50.0,
+            height: legend_top + 20.0 * variants.div_ceil(4) as f64 + 20.0,
+        }
+    }
+
+    /// The document's opening, its background and its title.
+    fn frame(&self) -> String {
+        let (width, height) = (self.width, self.height);
+        let mut svg = String::new();
+        let _ = writeln!(
+            svg,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"##
+        );
+        let _ = writeln!(svg, r##"<rect width="100%" height="100%" fill="white"/>"##);
+        let _ = writeln!(
+            svg,
+            r##"<text x="10" y="20" font-size="14" font-weight="bold">Allocators relative to the system allocator (median of paired ratios; lower is better)</text>"##
+        );
+        svg
+    }
+
+    /// A panel's title and its vertical grid lines, the one at 1 (the system allocator) darker.
+    fn axis(&self, x0: f64, title: &str) -> String {
+        let mut svg = String::new();
         let _ = writeln!(
             svg,
             r##"<text x="{x0}" y="{}" font-weight="bold">{title}</text>"##,
             TOP - 18.0
         );
         for tick in [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0] {
-            let x = x0 + tick * scale;
+            let x = x0 + tick * SCALE;
             let (colour, w) = if tick == 1.0 {
                 ("#333", 1.5)
             } else {
@@ -62,53 +108,67 @@ pub fn render(report: &Report) -> String {
                 svg,
                 r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="{colour}" stroke-width="{w}"/><text x="{x}" y="{}" text-anchor="middle" fill="#555">{tick}</text>"##,
                 TOP - 6.0,
-                legend_top - 8.0,
+                self.legend_top - 8.0,
                 TOP - 6.0 - 2.0
             );
         }
-        for (w, workload_rows) in rows.iter().enumerate() {
-            let y0 = TOP + w as f64 * group;
-            if p == 0 {
-                let _ = writeln!(
-                    svg,
-                    r##"<text x="{}" y="{}" text-anchor="end">{}</text>"##,
-                    LABEL_WIDTH - 8.0,
-                    y0 + (group - GROUP_GAP) / 2.0 + 4.0,
-                    report.workloads[w].name
-                );
-            }
-            for (v, row) in workload_rows.iter().enumerate() {
-                let Some(value) = pick(row) else { continue };
-                let y = y0 + v as f64 * (BAR + BAR_GAP);
-                let length = value.min(MAX_RATIO) * scale;
-                let _ = writeln!(
-                    svg,
-                    r##"<rect x="{x0}" y="{y}" width="{length:.1}" height="{BAR}" fill="{}"><title>{} {}: {value:.3}</title></rect>"##,
-                    COLOURS[v % COLOURS.len()],
-                    report.workloads[w].name,
-                    row.allocator
-                );
-                let _ = writeln!(
-                    svg,
-                    r##"<text x="{:.1}" y="{}" font-size="8" fill="#333">{value:.2}</text>"##,
-                    x0 + length + 3.0,
-                    y + BAR - 1.0
-                );
-            }
-        }
+        svg
     }
+
+    /// A workload's name, left of its bars in the first panel.
+    fn label(&self, y0: f64, workload: &str) -> String {
+        let mut svg = String::new();
+        let _ = writeln!(
+            svg,
+            r##"<text x="{}" y="{}" text-anchor="end">{workload}</text>"##,
+            LABEL_WIDTH - 8.0,
+            y0 + (self.group - GROUP_GAP) / 2.0 + 4.0,
+        );
+        svg
+    }
+}
+
+/// One workload's bars in one panel, each labelled with its value.
+fn bars(x0: f64, y0: f64, workload: &str, rows: &[Row], pick: Pick) -> String {
+    let mut svg = String::new();
+    for (v, row) in rows.iter().enumerate() {
+        let Some(value) = pick(row) else { continue };
+        let y = y0 + v as f64 * (BAR + BAR_GAP);
+        let length = value.min(MAX_RATIO) * SCALE;
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{x0}" y="{y}" width="{length:.1}" height="{BAR}" fill="{}"><title>{workload} {}: {value:.3}</title></rect>"##,
+            colour(v),
+            row.allocator
+        );
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{}" font-size="8" fill="#333">{value:.2}</text>"##,
+            x0 + length + 3.0,
+            y + BAR - 1.0
+        );
+    }
+    svg
+}
+
+/// Four allocators to a line, each with its colour.
+fn legend(report: &Report, top: f64) -> String {
+    let mut svg = String::new();
     for (v, variant) in report.variants.iter().enumerate() {
         let x = LABEL_WIDTH + (v % 4) as f64 * 200.0;
-        let y = legend_top + (v / 4) as f64 * 20.0;
+        let y = top + (v / 4) as f64 * 20.0;
         let _ = writeln!(
             svg,
             r##"<rect x="{x}" y="{y}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>"##,
-            COLOURS[v % COLOURS.len()],
+            colour(v),
             x + 18.0,
             y + 10.0,
             variant.name
         );
     }
-    svg.push_str("</svg>\n");
     svg
+}
+
+fn colour(v: usize) -> &'static str {
+    COLOURS[v % COLOURS.len()]
 }

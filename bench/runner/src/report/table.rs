@@ -1,27 +1,14 @@
 //! The tables printed on the terminal at the end of a run.
 
-use super::{Report, Row, mib, percent, ratio, seconds};
-
-const COLUMNS: usize = 10;
-const HEADER: [&str; COLUMNS] = [
-    "allocator",
-    "median",
-    "spread",
-    "vs system",
-    "vs peer",
-    "CPU",
-    "CPU vs system",
-    "CPU vs peer",
-    "peak RSS",
-    "RSS vs system",
-];
+use super::{COLUMNS, Report, ratio};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     for (w, workload) in report.workloads.iter().enumerate() {
         out.push_str(&format!("\n{}: {}\n", workload.name, workload.summary));
-        let cells: Vec<[String; COLUMNS]> = report.rows(w).iter().map(cells).collect();
-        out.push_str(&grid(&cells));
+        let mut lines = vec![COLUMNS.map(|(terminal, _)| terminal.to_owned()).to_vec()];
+        lines.extend(report.rows(w).iter().map(|r| r.cells().to_vec()));
+        out.push_str(&aligned(&lines));
     }
     let matrices: [(&str, super::Pick); 3] = [
         ("time vs system", |r| r.vs_system),
@@ -32,40 +19,15 @@ pub fn render(report: &Report) -> String {
         out.push_str(&format!(
             "\n{title}, per workload (lower is better; geometric mean last)\n"
         ));
-        let mut header = vec!["allocator".to_owned()];
-        header.extend(report.workloads.iter().map(|w| w.name.to_owned()));
-        header.push("geomean".into());
-        let mut lines = vec![header];
+        let header = std::iter::once("allocator").chain(report.matrix_columns());
+        let mut lines = vec![header.map(str::to_owned).collect()];
         for (name, values, mean) in report.matrix(pick) {
-            let mut line = vec![name];
-            line.extend(values.into_iter().map(ratio));
-            line.push(ratio(mean));
-            lines.push(line);
+            let cells = values.into_iter().chain([mean]).map(ratio);
+            lines.push(std::iter::once(name).chain(cells).collect());
         }
         out.push_str(&aligned(&lines));
     }
     out
-}
-
-fn cells(row: &Row) -> [String; COLUMNS] {
-    [
-        row.allocator.clone(),
-        seconds(row.median_seconds),
-        percent(row.spread),
-        ratio(row.vs_system),
-        ratio(row.vs_peer),
-        seconds(row.cpu_seconds),
-        ratio(row.cpu_vs_system),
-        ratio(row.cpu_vs_peer),
-        mib(row.rss_mib),
-        ratio(row.rss_vs_system),
-    ]
-}
-
-fn grid(rows: &[[String; COLUMNS]]) -> String {
-    let mut lines = vec![HEADER.map(str::to_owned).to_vec()];
-    lines.extend(rows.iter().map(|r| r.to_vec()));
-    aligned(&lines)
 }
 
 /// Columns padded to their widest cell; the first left-aligned, the rest right-aligned.

@@ -1,0 +1,330 @@
+//! Which mimalloc function serves a request: every allocation decision of the crate, made once.
+//!
+//! `GlobalAlloc for MiMalloc`, [`Heap`]'s methods and both `Allocator` impls forward here. The
+//! decisions (size rounding for `size < align`, the `_small` fast path, inline zeroing, the
+//! `_aligned` variants, the guarded resize by copy) are written once, generic over [`Entries`]:
+//! mimalloc's entry points for the calling thread's default heap (`mi_*`, [`MiMalloc`]) or for an
+//! owned heap (`mi_heap_*`, [`Heap`]). Everything is `#[inline(always)]`, so each caller compiles
+//! to the same few instructions it would have if written by hand.
+
+use crate::{Heap, MiMalloc};
+use core::alloc::Layout;
+use core::ffi::c_void;
+use mimalloc_sys as ffi;
+
+/// The alignment every mimalloc block has without asking: `MI_MAX_ALIGN_SIZE` in mimalloc's
+/// `types.h`, the alignment of C's `max_align_t`. mimalloc rounds every size class of at least
+/// 16 bytes to a multiple of 16 and starts every page's blocks 16-aligned, and smaller blocks
+/// are aligned to their size rounded up to a power of two, on 64- and 32-bit targets alike
+/// (`page-queue.c`, `MI_ALIGN2W`/`MI_ALIGN4W`). So a block of `size` bytes is aligned to
+/// `min(16, size)` at least; the alignment sweep in `tests/tests/alignment.rs` checks it on
+/// every target the suite runs on.
+const MIN_ALIGN: usize = 16;
+
+/// The largest size `mi_malloc_small` serves: `MI_SMALL_SIZE_MAX` in `mimalloc.h` (128 words;
+/// bindgen cannot evaluate the `sizeof` in its definition).
+const SMALL_SIZE_MAX: usize = ffi::MI_SMALL_WSIZE_MAX as usize * core::mem::size_of::<usize>();
+
+/// Whether mimalloc is built with guard pages (the `guarded` feature).
+pub(crate) const GUARDED: bool = cfg!(feature = "guarded");
+
+/// mimalloc's allocation entry points for one heap. Null means out of memory (or a request no
+/// heap can satisfy); no function here unwinds.
+pub(crate) trait Entries {
+    /// `mi_malloc_small`.
+    ///
+    /// # Safety
+    ///
+    /// `size <= SMALL_SIZE_MAX`: mimalloc indexes its small-page table with it unchecked.
+    unsafe fn malloc_small(&self, size: usize) -> *mut c_void;
+    /// `mi_malloc`: any size.
+    fn malloc(&self, size: usize) -> *mut c_void;
+    /// `mi_zalloc`: any size.
+    fn zalloc(&self, size: usize) -> *mut c_void;
+    /// `mi_malloc_aligned`.
+    ///
+    /// # Safety
+    ///
+    /// `align` is a power of two.
+    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void;
+    /// `mi_zalloc_aligned`.
+    ///
+    /// # Safety
+    ///
+    /// `align` is a power of two.
+    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void;
+    /// `mi_realloc`: on failure null, and the old block untouched.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live mimalloc block; after success only the result may be used.
+    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void;
+    /// `mi_realloc_aligned`: as [`Entries::realloc`], keeping `align` if the block moves.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Entries::realloc`], and `align` is a power of two.
+    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void;
+}
+
+/// The size to ask the plain (unaligned) family for, or `None` when only the `_aligned` family
+/// can satisfy `layout`. The rule is the standard library's `System` one (rust-lang/rust#45955,
+/// #30170): plain blocks are aligned to `min(MIN_ALIGN, size)`, so a request of at least
+/// `align` bytes is enough when `align <= MIN_ALIGN`; a hand-built `Layout(1, align 8)` is
+/// served as 8 bytes instead of paying for `mi_malloc_aligned`.
+///
+/// With guard pages, mimalloc places a guarded block right before its guard page; with
+/// `MIMALLOC_GUARDED_PRECISE=1` at `guard_page - size` exactly, which is aligned only to the
+/// largest power of two dividing `size` (a 100-byte block ends up 4-aligned). So guarded builds
+/// round the size up to a multiple of `align`, which is at most 15 bytes more.
+#[inline(always)]
+fn plain_size(layout: Layout) -> Option<usize> {
+    let (size, align) = (layout.size(), layout.align());
+    if align > MIN_ALIGN {
+        None
+    } else if GUARDED {
+        // A `Layout`'s size rounded up to its alignment never overflows (a `Layout` invariant).
+        Some((size + align - 1) & !(align - 1))
+    } else if size < align {
+        Some(align)
+    } else {
+        Some(size)
+    }
+}
+
+/// A block for `layout` from `heap`, or null.
+#[inline(always)]
+pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
+    let p = match plain_size(layout) {
+        // SAFETY: the size is at most `SMALL_SIZE_MAX`.
+        Some(size) if size <= SMALL_SIZE_MAX => unsafe { heap.malloc_small(size) },
+        Some(size) => heap.malloc(size),
+        // SAFETY: `align` is a power of two (a `Layout` invariant).
+        None => unsafe { heap.malloc_aligned(layout.size(), layout.align()) },
+    };
+    p.cast()
+}
+
+/// A zeroed block for `layout` from `heap`, or null. Small blocks are cleared inline rather than
+/// by `mi_zalloc_small` (measured: BENCHMARKS.md, "Instructions per allocate+free pair").
+#[inline(always)]
+pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
+    let p = match plain_size(layout) {
+        Some(size) if size <= SMALL_SIZE_MAX => {
+            // SAFETY: the size is at most `SMALL_SIZE_MAX`.
+            let p = unsafe { heap.malloc_small(size) };
+            if !p.is_null() {
+                // SAFETY: `p` is a fresh block of at least `size` writable bytes.
+                unsafe { zero(p.cast::<u8>(), size) };
+            }
+            p
+        }
+        Some(size) => heap.zalloc(size),
+        // SAFETY: `align` is a power of two (a `Layout` invariant).
+        None => unsafe { heap.zalloc_aligned(layout.size(), layout.align()) },
+    };
+    p.cast()
+}
+
+/// Resizes the block at `ptr`, allocated with `old`, to `new` (moving it into `heap` if it
+/// moves); null on failure, with the old block untouched.
+///
+/// # Safety
+///
+/// `ptr` is a live mimalloc block allocated with `old`; after success only the result may be
+/// used.
+#[inline(always)]
+pub(crate) unsafe fn realloc(
+    heap: &impl Entries,
+    ptr: *mut u8,
+    old: Layout,
+    new: Layout,
+) -> *mut u8 {
+    if GUARDED {
+        // SAFETY: forwarded contract.
+        return unsafe { realloc_by_copy(heap, ptr, old.size(), new) };
+    }
+    let p = ptr.cast::<c_void>();
+    let q = match plain_size(new) {
+        // SAFETY: `p` is live (caller contract); a plain block of `size` bytes is aligned to
+        // `new.align()` (see `plain_size`), and so is the old block if it stays in place.
+        Some(size) => unsafe { heap.realloc(p, size) },
+        // SAFETY: as above; `align` is a power of two (a `Layout` invariant).
+        None => unsafe { heap.realloc_aligned(p, new.size(), new.align()) },
+    };
+    q.cast()
+}
+
+/// Frees a block of any heap, from any thread.
+///
+/// # Safety
+///
+/// `ptr` is a live mimalloc block allocated with `layout`, not used afterwards.
+#[inline(always)]
+pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
+    let _ = layout;
+    // SAFETY: the caller passes a live mimalloc block; `mi_free` finds its page (and the start
+    // of an over-aligned block) itself.
+    unsafe { ffi::mi_free(ptr.cast::<c_void>()) }
+}
+
+/// Resizes by allocating, copying and freeing, never through mimalloc's realloc. With guard
+/// pages (`guarded`), mimalloc 3.3.2 and 2.3.2 copy the usable size of the block that holds a
+/// guarded object, which runs past the object into its guard page and faults; here the
+/// object's size is known, so only it is copied. Growth is never in place then, which a
+/// hardening build can afford; a shrink by at most half keeps the block, as mimalloc does.
+///
+/// # Safety
+///
+/// `ptr` is a live mimalloc block of at least `old_size` bytes. After success only the result
+/// may be used.
+#[inline(never)]
+unsafe fn realloc_by_copy(
+    heap: &impl Entries,
+    ptr: *mut u8,
+    old_size: usize,
+    new: Layout,
+) -> *mut u8 {
+    if new.size() <= old_size && new.size() >= old_size / 2 && ptr as usize % new.align() == 0 {
+        return ptr;
+    }
+    let q = alloc(heap, new);
+    if !q.is_null() {
+        // SAFETY: `ptr` and `q` are distinct live blocks holding at least the bytes copied;
+        // the old block is freed once, after the copy, and only on success.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr, q, old_size.min(new.size()));
+            ffi::mi_free(ptr.cast::<c_void>());
+        }
+    }
+    q
+}
+
+/// Zeroes `size` bytes at `p`, and not one more: `secure` and `debug` builds check that the
+/// bytes between the requested size and the block's end are untouched. Up to 64 bytes with two
+/// overlapping stores of the largest width that fits, inline, as `memset` implementations do
+/// it: for the sizes most zeroed allocations have, that costs fewer instructions than a call to
+/// `memset` or mimalloc's own zeroing (BENCHMARKS.md, "Instructions per allocate+free pair").
+///
+/// # Safety
+///
+/// `p` must be valid for writes of `size` bytes.
+#[inline(always)]
+unsafe fn zero(p: *mut u8, size: usize) {
+    /// Two stores of `T` (zero), at `p` and ending at `p + size`; `size` is within
+    /// `size_of::<T>()..=2 * size_of::<T>()`.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid for writes of `size` bytes.
+    #[inline(always)]
+    unsafe fn two<T: Default>(p: *mut u8, size: usize) {
+        let width = core::mem::size_of::<T>();
+        debug_assert!(size >= width && size <= 2 * width);
+        // SAFETY: both stores lie within `p..p + size` (the bounds above); unaligned stores
+        // need no alignment.
+        unsafe {
+            p.cast::<T>().write_unaligned(T::default());
+            p.add(size - width)
+                .cast::<T>()
+                .write_unaligned(T::default());
+        }
+    }
+    // Largest first: the common sizes take the fewest tests.
+    // SAFETY: each branch's stores cover exactly `0..size` (see `two`).
+    unsafe {
+        if size > 64 {
+            core::ptr::write_bytes(p, 0, size)
+        } else if size >= 32 {
+            two::<[u128; 2]>(p, size)
+        } else if size >= 16 {
+            two::<u128>(p, size)
+        } else if size >= 8 {
+            two::<u64>(p, size)
+        } else if size >= 4 {
+            two::<u32>(p, size)
+        } else if size >= 2 {
+            two::<u16>(p, size)
+        } else if size == 1 {
+            p.write(0)
+        }
+    }
+}
+
+/// The calling thread's default heap.
+impl Entries for MiMalloc {
+    #[inline(always)]
+    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
+        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`.
+        unsafe { ffi::mi_malloc_small(size) }
+    }
+    #[inline(always)]
+    fn malloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: `mi_malloc` accepts any size.
+        unsafe { ffi::mi_malloc(size) }
+    }
+    #[inline(always)]
+    fn zalloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: `mi_zalloc` accepts any size.
+        unsafe { ffi::mi_zalloc(size) }
+    }
+    #[inline(always)]
+    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_malloc_aligned(size, align) }
+    }
+    #[inline(always)]
+    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_zalloc_aligned(size, align) }
+    }
+    #[inline(always)]
+    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: the caller passes a live block.
+        unsafe { ffi::mi_realloc(p, size) }
+    }
+    #[inline(always)]
+    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a live block and a power-of-two alignment.
+        unsafe { ffi::mi_realloc_aligned(p, size, align) }
+    }
+}
+
+/// An owned heap, live for as long as the `&Heap` (a block that moves lands in it).
+impl Entries for Heap {
+    #[inline(always)]
+    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller keeps `size` within `SMALL_SIZE_MAX`.
+        unsafe { ffi::mi_heap_malloc_small(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    fn malloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; any size is accepted.
+        unsafe { ffi::mi_heap_malloc(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    fn zalloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; any size is accepted.
+        unsafe { ffi::mi_heap_zalloc(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_heap_malloc_aligned(self.as_ptr(), size, align) }
+    }
+    #[inline(always)]
+    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_heap_zalloc_aligned(self.as_ptr(), size, align) }
+    }
+    #[inline(always)]
+    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a live block.
+        unsafe { ffi::mi_heap_realloc(self.as_ptr(), p, size) }
+    }
+    #[inline(always)]
+    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a live block and a power-of-two alignment.
+        unsafe { ffi::mi_heap_realloc_aligned(self.as_ptr(), p, size, align) }
+    }
+}
