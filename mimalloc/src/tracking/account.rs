@@ -121,9 +121,12 @@ impl Local {
     }
 }
 
-/// Publishes the thread's buffer, plus `alloc` bytes to allocate (checked against the limit)
-/// or `free` bytes freed, and gives the thread a new range (an empty one unless `rebuffer`).
-/// Returns `false` if the allocation was refused; the buffer is published either way.
+/// Publishes the thread's buffer and `free` bytes freed, reserves `alloc` bytes to allocate
+/// (checked against the limit), and gives the thread a new range (an empty one unless
+/// `rebuffer`). Returns `false` if the allocation was refused; the buffer is published either
+/// way. A reservation is not live yet: the caller follows with [`confirm`] once the inner
+/// allocator has the block, or [`release`] if it failed, so that no figure (the peak above all)
+/// ever counts a failed allocation.
 #[cold]
 #[inline(never)]
 pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -> bool {
@@ -135,6 +138,13 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
     let buffering = rebuffer && local.mode.get() == ACTIVE;
     let grant = local.high.get() - local.slack.get();
     let delta = local.delta();
+    // `LIVE` never exceeds `CHARGED` (and so the limit), even between the two updates: a
+    // decrease of `LIVE` goes before `CHARGED`'s compare-exchange, an increase after it.
+    let commit = delta.wrapping_sub(free);
+    let shrinks = (commit as isize) < 0;
+    if shrinks {
+        LIVE.fetch_add(commit, Relaxed);
+    }
     let mut charged = CHARGED.load(Relaxed);
     loop {
         let limit = LIMIT.load(Relaxed);
@@ -156,12 +166,9 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
         };
         match CHARGED.compare_exchange_weak(charged, base + range, Relaxed, Relaxed) {
             Ok(_) => {
-                let commit = if refused {
-                    delta.wrapping_sub(free)
-                } else {
-                    delta.wrapping_add(alloc).wrapping_sub(free)
-                };
-                LIVE.fetch_add(commit, Relaxed);
+                if !shrinks {
+                    LIVE.fetch_add(commit, Relaxed);
+                }
                 local.net.set(local.net.get().wrapping_add(commit));
                 local.slack.set(range);
                 local.level.set(range);
@@ -174,6 +181,18 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
             Err(now) => charged = now,
         }
     }
+}
+
+/// The inner allocator has the block [`settle`] reserved `alloc` bytes for: they are live now.
+pub(super) fn confirm(local: &Local, alloc: usize) {
+    LIVE.fetch_add(alloc, Relaxed);
+    local.net.set(local.net.get().wrapping_add(alloc));
+    note_peak(local);
+}
+
+/// The inner allocator failed: the bytes [`settle`] reserved go back.
+pub(super) fn release(alloc: usize) {
+    CHARGED.fetch_sub(alloc, Relaxed);
 }
 
 /// Returns `size` bytes to the thread's buffer, or settles.

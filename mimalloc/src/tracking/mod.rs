@@ -93,7 +93,9 @@ use core::ptr;
 ///   joining worker threads and calling `flush` on the joining thread);
 /// - peaks are the highest figures seen when a thread publishes (every allocation that does not
 ///   fit in the thread's buffer publishes, so every allocation of 64 KiB or more is seen): they
-///   can miss up to 64 KiB per thread of a short-lived high point.
+///   can miss up to 64 KiB per thread of a short-lived high point. A failed allocation of the
+///   inner allocator is never counted, not even in a peak, and the process peak never exceeds
+///   the limit.
 ///
 /// # The limit
 ///
@@ -344,15 +346,15 @@ fn charge(size: usize) -> bool {
     thread::with_local(|local| account::settle(local, size, 0, true))
 }
 
-/// After an allocation that settled: undo the charge if the inner allocator failed, or record
-/// the peaks if it succeeded.
+/// After an allocation that settled: give the reservation back if the inner allocator failed,
+/// or count the bytes as live (and record the peaks) if it succeeded.
 #[cold]
 #[inline(never)]
 fn charged(p: *mut u8, size: usize) -> *mut u8 {
     if p.is_null() {
-        give_slow(size);
+        account::release(size);
     } else {
-        thread::with_local(account::note_peak);
+        thread::with_local(|local| account::confirm(local, size));
     }
     p
 }
