@@ -4,8 +4,9 @@
 //! decisions (size rounding for `size < align`, the `_small` fast path, inline zeroing, the
 //! `_aligned` variants, the guarded resize by copy) are written once, generic over [`Entries`]:
 //! mimalloc's entry points for the calling thread's default heap (`mi_*`, [`MiMalloc`]) or for an
-//! owned heap (`mi_heap_*`, [`Heap`]). Everything is `#[inline(always)]`, so each caller compiles
-//! to the same few instructions it would have if written by hand.
+//! owned heap (`mi_heap_*`, [`Heap`]). The paths are `#[inline(always)]`, so each caller
+//! compiles to the same few instructions it would have if written by hand; only the guarded
+//! resize by copy, off the hot path, is a function of its own.
 
 use crate::{Heap, MiMalloc};
 use core::alloc::Layout;
