@@ -244,7 +244,7 @@ fn link(plan: &Plan) {
 
 /// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
 /// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
-/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30302` for 3.3.2, as `MI_MALLOC_VERSION`).
+/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`).
 fn publish_metadata(sources: &Sources) {
     println!("cargo:rustc-cfg=mimalloc_runs");
     println!("cargo:runs=1");

@@ -172,6 +172,32 @@ run_binary() { # run one test binary, add its counts to the totals
   rm -f "$log_file"
 }
 
+# Builds the plugin of tests/tests/plugin.rs for the target, with those of FEATURES (of
+# mimalloc-tests) that it has, and names it in MIMALLOC_TEST_PLUGIN for the test.
+build_plugin() {
+  local features=$1 wanted=() f path
+  local own
+  own=$(sed -n '/^\[features\]/,/^\[/s/^\([a-z0-9_]*\) = .*/\1/p' "$ws/tests/plugin/Cargo.toml")
+  for f in ${features//,/ }; do
+    grep -qx "$f" <<<"$own" && wanted+=("mimalloc-test-plugin/$f")
+  done
+  path=$(cd "$ws" && "$old_cargo" build --offline --target "$target" -p mimalloc-test-plugin \
+      ${wanted[0]:+--features "$(IFS=,; echo "${wanted[*]}")"} --message-format=json 2>"$scratch/build-errors.log" |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and "cdylib" in msg["target"]["kind"]:
+        print(next(f for f in msg["filenames"] if f.endswith((".so", ".dll", ".dylib"))))
+') || path=""
+  if [ -z "$path" ]; then
+    tail -40 "$scratch/build-errors.log" >&2
+    echo "FAILED: the plugin of tests/tests/plugin.rs did not build for $target" >&2
+    exit 1
+  fi
+  export MIMALLOC_TEST_PLUGIN="$path"
+}
+
 start=$SECONDS
 if [ "$target" = wasm32-unknown-unknown ]; then
   log "$target: building a product that calls mimalloc::assign_global!() ($($old_rustc --version))"
@@ -204,6 +230,7 @@ for line in sys.stdin:
     echo "FAILED: the tests of $label did not build (the compiler's last words above)" >&2
     exit 1
   fi
+  build_plugin "$features"
   while read -r exe; do
     run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
   done <<<"$exes"

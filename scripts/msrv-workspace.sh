@@ -52,7 +52,9 @@ fn main() {
 }
 MAIN
 # The same workspace metadata and profile as the real one, with only the MSRV crates.
-sed -e 's/^members = .*/members = ["mimalloc-sys", "mimalloc", "tests", "product", "no-os-product"]/' -e '/^exclude = /d' \
+# `tests/plugin` is the cdylib that tests/tests/plugin.rs loads (built for the target by
+# scripts/cross-test.sh, since the test cannot run cargo where the cross binaries run).
+sed -e 's|^members = .*|members = ["mimalloc-sys", "mimalloc", "tests", "tests/plugin", "product", "no-os-product"]|' -e '/^exclude = /d' \
   "$root/Cargo.toml" >"$ws/Cargo.toml"
 # The optional `bindgen` feature needs Rust 1.70, and its dependencies have manifests old cargo
 # cannot parse; the MSRV promise is about the committed bindings, so the copy drops it.

@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
 # Refresh or verify the vendored mimalloc sources under vendor/mimalloc/.
 #
-#   scripts/update-vendor.sh 0.1.49    download libmimalloc-sys 0.1.49 with cargo, copy its
-#                                      c_src/mimalloc/{v2,v3} into vendor/mimalloc/ unmodified,
-#                                      and rewrite the provenance record in vendor/README.md
-#   scripts/update-vendor.sh --check   verify every vendored file against vendor/README.md
-#                                      (no missing, extra or changed file); exit 1 otherwise
+#   scripts/update-vendor.sh v3=PACKAGE@VERSION:PATH v2=PACKAGE@VERSION:PATH
+#        download each crates.io PACKAGE at exactly VERSION with cargo, copy the part of its
+#        PATH that is mimalloc's source (see `parts` below) into vendor/mimalloc/v3 and v2
+#        unmodified, check its version strings, and rewrite the provenance record in
+#        vendor/README.md. Example (the current sources):
+#        scripts/update-vendor.sh v3=libmimalloc-sys2@0.1.65:c_src/mimalloc3 \
+#                                 v2=libmimalloc-sys2@0.1.65:c_src/mimalloc
+#   scripts/update-vendor.sh --check
+#        verify every vendored file against vendor/README.md (no missing, extra or changed
+#        file); exit 1 otherwise
 #
-# The sources come from the crates.io package through cargo, the only channel this project
-# trusts for third-party code: cargo checks the package against the registry's checksum, and
-# we record that checksum next to a SHA-256 of every file we copied.
+# The sources come from crates.io packages through cargo, the only channel this project trusts
+# for third-party code: cargo checks each package against the registry's checksum, and we record
+# that checksum next to a SHA-256 of every file we copied. Only the record between the markers
+# in vendor/README.md is written here; the review notes around it are written by the person
+# who reviewed the update.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 vendor="$root/vendor"
 record="$vendor/README.md"
-package=libmimalloc-sys
 
-# The checksum list lives between these markers in vendor/README.md.
+# What is copied from a package's mimalloc directory: the licence, upstream's readme (release
+# notes), the CMake build (the reference for every option build/plan.rs decides) and the
+# sources. Left out: prebuilt Windows binaries (bin/), tests, docs, IDE projects, CI files,
+# which nothing here builds and which no reviewer should have to audit.
+parts=(LICENSE readme.md CMakeLists.txt cmake include src)
+
 begin='<!-- checksums:begin -->'
 end='<!-- checksums:end -->'
+prov_begin='<!-- provenance:begin -->'
+prov_end='<!-- provenance:end -->'
 
 list_files() { # every vendored file, relative to vendor/, sorted, as the record lists them
   (cd "$vendor" && find mimalloc -type f | LC_ALL=C sort)
@@ -51,16 +64,12 @@ check() {
   exit "$status"
 }
 
-update() {
-  local version=$1
-  # global: the EXIT trap runs after this function returns
-  scratch=$(mktemp -d)
-  trap 'rm -rf "$scratch"' EXIT
-
-  # A throw-away package that depends on exactly this version; `cargo vendor` downloads it
-  # through the ordinary registry client, verifies it, and unpacks it.
-  mkdir -p "$scratch/fetch/src"
-  cat >"$scratch/fetch/Cargo.toml" <<EOF
+# fetch PACKAGE VERSION DEST: unpack the package into DEST/PACKAGE-VERSION and print the
+# registry checksum of its .crate file.
+fetch() {
+  local package=$1 version=$2 dest=$3 work="$3/fetch-$1-$2"
+  mkdir -p "$work/src"
+  cat >"$work/Cargo.toml" <<EOF
 [package]
 name = "fetch-mimalloc-sources"
 version = "0.0.0"
@@ -70,68 +79,122 @@ publish = false
 [dependencies]
 $package = { version = "=$version", default-features = false }
 EOF
-  : >"$scratch/fetch/src/lib.rs"
-  (cd "$scratch/fetch" && cargo generate-lockfile --quiet && cargo vendor --quiet --versioned-dirs "$scratch/crates" >/dev/null)
+  : >"$work/src/lib.rs"
+  # `cargo vendor` downloads through the ordinary registry client and verifies the package.
+  (cd "$work" && cargo generate-lockfile --quiet && cargo vendor --quiet --versioned-dirs "$dest/crates" >/dev/null)
+  local sum
+  sum=$(sed -n "/^name = \"$package\"\$/,/^checksum/p" "$work/Cargo.lock" | sed -n 's/^checksum = "\(.*\)"$/\1/p')
+  [ -n "$sum" ] || { echo "no registry checksum for $package $version in the lockfile" >&2; exit 1; }
+  echo "$sum"
+}
 
-  local unpacked="$scratch/crates/$package-$version"
-  local crate_sum
-  crate_sum=$(sed -n "/^name = \"$package\"\$/,/^checksum/p" "$scratch/fetch/Cargo.lock" | sed -n 's/^checksum = "\(.*\)"$/\1/p')
-  [ -n "$crate_sum" ] || { echo "no registry checksum for $package $version in the lockfile" >&2; exit 1; }
+dotted() { echo "$(($1 / 10000)).$(($1 / 100 % 100)).$(($1 % 100))"; }
 
-  local v3 v2
-  v3=$(sed -n 's/^#define MI_MALLOC_VERSION \([0-9]*\).*/\1/p' "$unpacked/c_src/mimalloc/v3/include/mimalloc.h")
-  v2=$(sed -n 's/^#define MI_MALLOC_VERSION \([0-9]*\).*/\1/p' "$unpacked/c_src/mimalloc/v2/include/mimalloc.h")
-  dotted() { echo "$(($1 / 10000)).$(($1 / 100 % 100)).$(($1 % 100))"; }
+# The version a source tree says it is, checked three ways: the header, the CMake package
+# version and the readme's latest-release line must agree, and match the directory (v3 or v2).
+tree_version() {
+  local dir=$1 tree=$2 header cmake
+  header=$(sed -n 's/^#define MI_MALLOC_VERSION \([0-9]*\).*/\1/p' "$tree/include/mimalloc.h")
+  [ -n "$header" ] || { echo "$tree: no MI_MALLOC_VERSION in include/mimalloc.h" >&2; exit 1; }
+  header=$(dotted "$header")
+  cmake=$(sed -n 's/^set(mi_version_\(major\|minor\|patch\) \([0-9]*\))/\2/p' "$tree/cmake/mimalloc-config-version.cmake" | paste -sd.)
+  if [ "$cmake" != "$header" ]; then
+    echo "$tree: mimalloc.h says $header, cmake/mimalloc-config-version.cmake says $cmake" >&2
+    exit 1
+  fi
+  if ! grep -q "\`v$header\`" "$tree/readme.md"; then
+    echo "$tree: readme.md has no release note for v$header" >&2
+    exit 1
+  fi
+  if [ "${header%%.*}" != "${dir#v}" ]; then
+    echo "$tree is mimalloc $header, which does not belong in vendor/mimalloc/$dir" >&2
+    exit 1
+  fi
+  echo "$header"
+}
 
-  rm -rf "$vendor/mimalloc"
-  mkdir -p "$vendor/mimalloc"
-  cp -R "$unpacked/c_src/mimalloc/v3" "$unpacked/c_src/mimalloc/v2" "$vendor/mimalloc/"
+# Traces a repackager's edits tend to leave; upstream's sources contain none of these names.
+no_packager_traces() {
+  local tree=$1 hits part
+  for part in "${parts[@]}"; do
+    hits+=$(grep -rIl -E '\<(napi-rs|napi_|mimalloc-safe|mimalloc_safe|libmimalloc-sys2?|purpleprotocol)\>' "$tree/$part" || true)
+  done
+  if [ -n "$hits" ]; then
+    echo "$tree: files mention a repackager, review them before vendoring:" >&2
+    echo "$hits" >&2
+    exit 1
+  fi
+}
 
-  {
-    cat <<EOF
-# Vendored third-party sources
+rows=()
+done_list=()
+copy_one() { # DIR=PACKAGE@VERSION:PATH
+  local spec=$1 dir package version path
+  dir=${spec%%=*}; spec=${spec#*=}
+  package=${spec%%@*}; spec=${spec#*@}
+  version=${spec%%:*}; path=${spec#*:}
+  case "$dir" in v2 | v3) ;; *) echo "unknown directory '$dir' (v3 or v2)" >&2; exit 2 ;; esac
+  [ -n "$package" ] && [ -n "$version" ] && [ -n "$path" ] && [ "$path" != "$version" ] ||
+    { echo "expected $dir=PACKAGE@VERSION:PATH, got '$1'" >&2; exit 2; }
 
-\`mimalloc/\` holds the C sources of [mimalloc](https://github.com/microsoft/mimalloc) (MIT licence, see
-\`mimalloc/v3/LICENSE\` and \`mimalloc/v2/LICENSE\`), copied unmodified. Nothing in this directory is
-written or edited by hand: \`scripts/update-vendor.sh\` writes it, and \`scripts/update-vendor.sh --check\`
-(run by \`.ci/run\`) fails if any file differs from the record below, or if a file was added.
+  local sum tree="$scratch/crates/$package-$version/$path" mi
+  sum=$(fetch "$package" "$version" "$scratch")
+  [ -d "$tree" ] || { echo "$package $version has no directory $path" >&2; exit 1; }
+  mi=$(tree_version "$dir" "$tree")
+  no_packager_traces "$tree"
 
-## Provenance
+  rm -rf "${vendor:?}/mimalloc/$dir"
+  mkdir -p "$vendor/mimalloc/$dir"
+  local part
+  for part in "${parts[@]}"; do
+    [ -e "$tree/$part" ] || { echo "$package $version: $path/$part is missing" >&2; exit 1; }
+    cp -R "$tree/$part" "$vendor/mimalloc/$dir/"
+  done
+  done_list+=("$dir: mimalloc $mi from $package $version")
+  rows+=("| \`mimalloc/$dir/\` | $mi | \`$package\` $version | \`$path/\` | \`$sum\` |")
+}
 
-| directory       | mimalloc | obtained from |
-|-----------------|----------|---------------|
-| \`mimalloc/v3/\` | $(dotted "$v3") | crates.io package \`$package\` $version, \`c_src/mimalloc/v3/\` |
-| \`mimalloc/v2/\` | $(dotted "$v2") | crates.io package \`$package\` $version, \`c_src/mimalloc/v2/\` |
+provenance() { # the machine-written record, between the provenance markers
+  echo "$prov_begin"
+  echo "| directory | mimalloc | crates.io package | path in the package | SHA-256 of the \`.crate\` (registry index) |"
+  echo "|-----------|----------|-------------------|---------------------|---------------------------------------------|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "Copied from each path: \`${parts[*]}\`. Refreshed on $(date -u +%Y-%m-%d) by"
+  echo "\`scripts/update-vendor.sh $*\`."
+  echo "$prov_end"
+}
 
-- Downloaded with \`cargo vendor\` (cargo verifies the package against the registry index). \`cargo vendor\`
-  leaves out the package's \`.gitignore\` and \`.gitattributes\` files, which would otherwise change how git
-  treats this tree; the top-level \`.gitattributes\` keeps git from converting line endings here, so the
-  checksums hold on every OS.
-- SHA-256 of the package \`$package-$version.crate\`, as published in the crates.io index: \`$crate_sum\`
-- Refreshed on $(date -u +%Y-%m-%d) by \`scripts/update-vendor.sh $version\`.
+update() {
+  [ $# -eq 2 ] || { echo "give both directories: v3=... v2=..." >&2; exit 2; }
+  [ -f "$record" ] && grep -q "^$prov_begin\$" "$record" ||
+    { echo "$record has no $prov_begin marker to write the record under" >&2; exit 1; }
+  # global: the EXIT trap runs after this function returns
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  copy_one "$1"
+  copy_one "$2"
 
-## Updating
-
-\`\`\`sh
-scripts/update-vendor.sh <libmimalloc-sys version>   # replaces mimalloc/ and this record
-scripts/gen-bindings.sh                               # regenerates mimalloc-sys/src/bindings/
-cargo test --workspace                                # and the rest of .ci/run
-\`\`\`
-
-Review the diff of \`mimalloc/\` like any other change: it is the code every allocation runs.
-
-## Checksums (SHA-256 of every file, relative to this directory)
-
-$begin
+  local prov sums
+  prov=$(provenance "$@")
+  sums=$(printf '%s\n' "$begin"; (cd "$vendor" && list_files | xargs -d '\n' sha256sum); echo "$end")
+  # Replace the two machine-written blocks, keep every hand-written line around them.
+  PROV="$prov" SUMS="$sums" python3 - "$record" <<'EOF'
+import os, re, sys
+path = sys.argv[1]
+text = open(path).read()
+for name, key in (("provenance", "PROV"), ("checksums", "SUMS")):
+    pattern = re.compile(r"<!-- %s:begin -->.*?<!-- %s:end -->" % (name, name), re.S)
+    text, n = pattern.subn(lambda _: os.environ[key], text)
+    if n != 1:
+        sys.exit("%s: expected one %s block, found %d" % (path, name, n))
+open(path, "w").write(text)
 EOF
-    (cd "$vendor" && list_files | xargs -d '\n' sha256sum)
-    echo "$end"
-  } >"$record"
-  echo "vendored mimalloc $(dotted "$v3") and $(dotted "$v2") from $package $version ($(list_files | wc -l) files)"
+  echo "vendored ${done_list[*]} ($(list_files | wc -l) files)"
 }
 
 case "${1:-}" in
   --check) check ;;
-  "" | -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
-  *) update "$1" ;;
+  "" | -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) update "$@" ;;
 esac

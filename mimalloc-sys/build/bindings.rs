@@ -16,22 +16,26 @@ const MSRV_MINOR: u64 = 63;
 /// verifies that every other binding links.
 fn declared_but_undefined(version: Version) -> &'static [&'static str] {
     match version {
-        // mimalloc 3.3.2
-        Version::V3 => &[
-            "mi_collect_reduce",
-            "mi_stats_merge",
-            "mi_theap_set_default",
+        // mimalloc 3.6.0
+        Version::V3 => &["mi_collect_reduce", "mi_stats_merge"],
+        // mimalloc 2.5.2: the two `malloc_size` spellings are defined in `alloc-override.c`,
+        // which only the `override` build compiles.
+        Version::V2 => &[
+            "mi_malloc_size",
+            "mi_malloc_usable_size",
             "mi_uzalloc_small",
         ],
-        // mimalloc 2.3.2
-        Version::V2 => &["mi_uzalloc_small"],
     }
 }
 
 /// Writes `bindings.rs` for mimalloc `version` into `out_dir`, generated for `target`.
 pub fn generate(sources: &Sources, version: Version, target: &Target, out_dir: &Path) {
     let include = sources.include();
-    let headers = ["mimalloc.h", "mimalloc-stats.h"];
+    // Every public header of the release (3.6 adds the profiler's).
+    let headers: &[&str] = match version {
+        Version::V3 => &["mimalloc.h", "mimalloc-stats.h", "mimalloc-profile.h"],
+        Version::V2 => &["mimalloc.h", "mimalloc-stats.h"],
+    };
     let mut builder = bindgen::Builder::default()
         .clang_arg(format!("--target={}", target.triple))
         .clang_arg(format!("-I{}", include.display()))

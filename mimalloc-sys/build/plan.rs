@@ -78,9 +78,6 @@ impl Target {
     fn is_apple(&self) -> bool {
         self.vendor == "apple"
     }
-    fn is_linux_like(&self) -> bool {
-        self.os == "linux" || self.os == "android"
-    }
     /// Targets whose objects use ELF thread-local storage models (`-ftls-model`).
     fn is_elf_unix(&self) -> bool {
         self.is("unix") && !self.is_apple() && self.os != "haiku" && self.arch != "wasm32"
@@ -175,17 +172,24 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     if let Some(why) = refusal(target, features) {
         return Decision::Refuse(why);
     }
+    let version = if features.v2 {
+        Version::V2
+    } else {
+        Version::V3
+    };
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
     override_defines(&mut defines, target, features);
     platform_defines(&mut defines, target);
+    memory_defaults(&mut defines, target, version);
+    if version == Version::V3 {
+        free_defines(&mut defines, target, features);
+        tls_defines(&mut defines, target);
+        guarded_sampling(&mut defines, features);
+    }
     let mut plan = Plan {
-        version: if features.v2 {
-            Version::V2
-        } else {
-            Version::V3
-        },
+        version,
         language: if target.is_msvc() {
             Language::Cxx17
         } else {
@@ -341,15 +345,6 @@ fn override_defines(defines: &mut Vec<Define>, target: &Target, features: &Featu
 
 /// What the platform needs or was measured to want.
 fn platform_defines(defines: &mut Vec<Define>, target: &Target) {
-    if target.is_linux_like() {
-        define(
-            defines,
-            "MI_DEFAULT_ALLOW_THP",
-            Some("0"),
-            "transparent huge pages off by default: chosen from the benchmark (BENCHMARKS.md, \
-             \"Peak memory and the option defaults\"); MIMALLOC_ALLOW_THP=1 turns them on",
-        );
-    }
     if target.env == "musl" {
         define(
             defines,
@@ -368,6 +363,102 @@ fn platform_defines(defines: &mut Vec<Define>, target: &Target) {
             "MI_WIN_INIT_USE_FLS",
             Some("1"),
             "non-MSVC Windows: start mimalloc with a constructor and FLS",
+        );
+    }
+}
+
+/// mimalloc 3 samples guarded blocks by requested bytes, and guards none unless told how many
+/// (`MIMALLOC_GUARDED_SAMPLE_RATE` defaults to 0 even in guarded builds, where mimalloc 2
+/// guards one block in 4000): a `guarded` build that guards nothing would be a silent no-op.
+fn guarded_sampling(defines: &mut Vec<Define>, features: &Features) {
+    if features.guarded {
+        define(
+            defines,
+            "MI_DEFAULT_GUARDED_SAMPLE_RATE",
+            Some("1048576"),
+            "`guarded` feature: about one guarded block per MiB requested (the rate mimalloc's \
+             source suggests); MIMALLOC_GUARDED_SAMPLE_RATE overrides it",
+        );
+    }
+}
+
+/// How mimalloc 3's `free` finds the page of a block, and whether it checks the pointer.
+fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) {
+    if features.secure {
+        define(
+            defines,
+            "MI_FREE_IS_CHECKED",
+            Some("1"),
+            "`secure` feature: free validates every pointer through the page map and reports a \
+             bad one instead of corrupting a page (what mimalloc's CMake does for secure builds)",
+        );
+    } else {
+        define(
+            defines,
+            "MI_FREE_IS_CHECKED",
+            Some("0"),
+            "free trusts its pointer, as Rust's dealloc contract allows (`secure` checks it)",
+        );
+    }
+    if target.os == "wasi" {
+        define(
+            defines,
+            "MI_FREE_USE_PAGEMAP",
+            Some("1"),
+            "WASI cannot map large aligned regions, which aligned page metadata needs (as \
+             mimalloc's CMake decides for WASI)",
+        );
+    } else {
+        define(
+            defines,
+            "MI_FREE_USE_PAGEMAP",
+            Some("0"),
+            "page metadata at aligned addresses: free masks the pointer instead of reading the \
+             page map, 8 instructions fewer per allocate+free pair (BENCHMARKS.md); the price is \
+             an alignment limit of 256 MiB (32 MiB on 32-bit) and arenas aligned to it \
+             (README, Known issues)",
+        );
+    }
+}
+
+/// Where mimalloc 3 keeps its thread-local heap pointer. mimalloc's own choice (`prim-tls.h`)
+/// is kept everywhere: Windows TLS slots, ELF `__thread` variables (with the model chosen in
+/// `compiler_flags`), pthread keys on Android and OpenBSD. Apple is said explicitly, because
+/// the choice there is contested: with `__thread` variables, two statically linked copies of
+/// mimalloc in one process (two Rust libraries loaded into one host) corrupted each other
+/// (mimalloc #1327, fixed in 3.4.4 by this default); a repackaging of 3.6 went back to
+/// `__thread` for speed, which this crate does not.
+fn tls_defines(defines: &mut Vec<Define>, target: &Target) {
+    if target.is_apple() {
+        define(
+            defines,
+            "MI_TLS_MODEL_PTHREADS",
+            Some("1"),
+            "Apple: the heap pointer in a pthread key, so two static copies of mimalloc in one \
+             process keep apart (mimalloc #1327)",
+        );
+    }
+}
+
+/// The option defaults chosen on the benchmark (BENCHMARKS.md, "The option defaults"): the
+/// environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still override them. The rest of
+/// mimalloc's defaults measured best as they are, `arena_purge_immediate_size` (32 MiB) included.
+fn memory_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) {
+    if target.os == "android" {
+        define(
+            defines,
+            "MI_DEFAULT_ALLOW_THP",
+            Some("0"),
+            "Android: no transparent huge pages (mimalloc's own default there)",
+        );
+    } else if target.os == "linux" {
+        define(
+            defines,
+            "MI_DEFAULT_ALLOW_THP",
+            Some(if version == Version::V3 { "2" } else { "1" }),
+            "Linux: transparent huge pages on (mimalloc's default; with mimalloc 3 purged in \
+             whole 2 MiB pages): large blocks touched page by page run 2.5-3x faster than with \
+             them off, for about one huge page more of peak memory on small heaps",
         );
     }
 }
@@ -411,6 +502,9 @@ fn compiler_flags(plan: &mut Plan, target: &Target, features: &Features) {
         plan.flags_if_supported.push("/Zc:__cplusplus");
         return;
     }
+    // No `-march` (mimalloc's `MI_OPT_ARCH`, on by default for arm64 in its CMake): the C code
+    // must run on every CPU the Rust target does. GCC's default for aarch64 already picks LSE
+    // atomics at run time (`-moutline-atomics`), and Apple's clang targets the M1's baseline.
     if target.is_elf_unix() {
         // mimalloc's thread-local heap pointer is on every allocation's path: initial-exec
         // makes it one instruction. A shared object loaded with dlopen needs local-dynamic,
@@ -434,8 +528,14 @@ fn link_libs(target: &Target) -> Vec<&'static str> {
     let mut libs = Vec::new();
     if target.is_windows() {
         // What mimalloc's own CMake build links on Windows: psapi (process info), shell32 and
-        // user32 (environment, messages), advapi32 (large-page privileges), bcrypt (random).
-        libs.extend(["advapi32", "bcrypt", "psapi", "shell32", "user32"]);
+        // user32 (environment, messages), advapi32 (large-page privileges, `RtlGenRandom`).
+        libs.extend(["advapi32", "psapi", "shell32", "user32"]);
+        // Random numbers come from `ProcessPrng`, loaded at run time, since 3.6 (calling
+        // BCryptGenRandom under the loader lock could deadlock, mimalloc #1395); only UWP,
+        // which cannot load system libraries, still calls bcrypt directly.
+        if target.vendor == "uwp" {
+            libs.push("bcrypt");
+        }
     }
     let native_64bit_atomics = target.has_atomic.iter().any(|a| a == "64");
     if target.os == "linux" && (target.arch == "arm" || !native_64bit_atomics) {
@@ -457,7 +557,6 @@ fn static_crt(target: &Target) -> Option<bool> {
 fn refusal(target: &Target, features: &Features) -> Option<String> {
     memory_tools_refusal(features)
         .or_else(|| sanitizer_refusal(target, features))
-        .or_else(|| guarded_override_refusal(features))
         .or_else(|| valgrind_refusal(target, features))
 }
 
@@ -497,21 +596,6 @@ fn sanitizer_refusal(target: &Target, features: &Features) -> Option<String> {
     }
     (features.tsan && target.is_msvc())
         .then(|| "the `tsan` feature: MSVC has no ThreadSanitizer".to_string())
-}
-
-/// `mi_realloc` of a guarded block copies the usable size of the block that holds it, not the
-/// object's size, so the copy runs from the object into its guard page and the program dies
-/// (3.3.2: `_mi_theap_realloc_zero`; 2.3.2: `mi_heap_realloc_zero_aligned_at`;
-/// `tests/tests/memory_tools.rs` keeps a canary). The Rust side resizes guarded builds by copy; C code calling the
-/// overridden `realloc` cannot be protected.
-fn guarded_override_refusal(features: &Features) -> Option<String> {
-    (features.guarded && features.override_malloc).then(|| {
-        "`guarded` with `override` is refused: with mimalloc 3.3.2 and 2.3.2 a realloc of a \
-         guarded block copies past the object into its guard page and crashes; the Rust \
-         allocators avoid mimalloc's realloc in guarded builds, but C callers of the \
-         overridden `realloc` would hit it"
-            .to_string()
-    })
 }
 
 fn valgrind_refusal(target: &Target, features: &Features) -> Option<String> {

@@ -103,7 +103,7 @@ fn has_flag(plan: &Plan, flag: &str) -> bool {
     plan.flags.contains(&flag) || plan.flags_if_supported.contains(&flag)
 }
 
-const WINDOWS_LIBS: [&str; 5] = ["advapi32", "bcrypt", "psapi", "shell32", "user32"];
+const WINDOWS_LIBS: [&str; 4] = ["advapi32", "psapi", "shell32", "user32"];
 
 #[test]
 fn linux_gnu_default() {
@@ -192,6 +192,12 @@ fn apple_has_no_elf_tls_model_and_overrides_through_zones() {
     for triple in ["x86_64-apple-darwin", "aarch64-apple-darwin"] {
         let plan = default_plan(triple);
         assert_eq!(plan.language, Language::C);
+        // Two static copies of mimalloc 3 in one process keep apart (mimalloc #1327).
+        assert_eq!(
+            value(&plan, "MI_TLS_MODEL_PTHREADS"),
+            Some(Some("1")),
+            "{triple}"
+        );
         assert!(
             !plan
                 .flags_if_supported
@@ -247,26 +253,41 @@ fn override_is_refused_loudly_on_windows() {
     assert!(plan.warnings.is_empty());
 }
 
+/// Transparent huge pages on Linux (mode 2 with mimalloc 3, 1 with mimalloc 2), off on Android
+/// (mimalloc's own defaults), unset where there are none; mimalloc's immediate purge of free
+/// ranges from 32 MiB up is kept (BENCHMARKS.md, "The option defaults").
 #[test]
-fn transparent_huge_pages_are_off_by_default_where_they_exist() {
-    for triple in ["aarch64-linux-android", "x86_64-unknown-linux-gnu"] {
-        let plan = default_plan(triple);
-        assert_eq!(
-            value(&plan, "MI_DEFAULT_ALLOW_THP"),
-            Some(Some("0")),
-            "{triple}"
-        );
-        assert!(plan.warnings.is_empty(), "{triple}");
+fn memory_defaults_follow_the_benchmark() {
+    for (triple, v3, v2) in [
+        ("x86_64-unknown-linux-gnu", Some("2"), Some("1")),
+        ("aarch64-linux-android", Some("0"), Some("0")),
+        ("aarch64-apple-darwin", None, None),
+        ("x86_64-pc-windows-msvc", None, None),
+    ] {
+        for (v2_feature, thp) in [(false, v3), (true, v2)] {
+            let features = Features {
+                v2: v2_feature,
+                ..Features::default()
+            };
+            let plan = build(&target(triple), features);
+            assert_eq!(
+                value(&plan, "MI_DEFAULT_ALLOW_THP"),
+                thp.map(Some),
+                "{triple}"
+            );
+            assert_eq!(
+                value(&plan, "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE"),
+                None,
+                "{triple}: mimalloc's 32 MiB measured best"
+            );
+            assert!(plan.warnings.is_empty(), "{triple}");
+        }
     }
     let plan = default_plan("aarch64-linux-android");
     assert!(
         plan.link_libs.is_empty(),
         "Android's toolchain has no libatomic to link"
     );
-    for triple in ["aarch64-apple-darwin", "x86_64-pc-windows-msvc"] {
-        let plan = default_plan(triple);
-        assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), None, "{triple}");
-    }
 }
 
 #[test]
@@ -455,33 +476,25 @@ fn memory_tools_are_one_at_a_time() {
     assert!(why.contains("asan and valgrind"), "{why}");
 }
 
-/// MI_GUARDED crashes in mimalloc's realloc with both vendored versions. The Rust allocators
-/// resize by copy in guarded builds, so `guarded` builds; with `override` C callers of
-/// `realloc` would crash, so that combination is refused, saying why.
+/// `guarded` builds with either version, and with `override` too: mimalloc 3.6.0 and 2.5.2
+/// resize guarded blocks correctly (3.3.2 and 2.3.2 copied past them into the guard page, which
+/// made the combination with C callers of `realloc` a crash; `tests/tests/memory_tools.rs`).
 #[test]
-fn guarded_pages_build_but_not_with_override() {
+fn guarded_pages_build_with_and_without_override() {
     for v2 in [false, true] {
-        let guarded = Features {
-            guarded: true,
-            v2,
-            ..Features::default()
-        };
-        let plan = match plan::decide(&target("x86_64-unknown-linux-gnu"), &guarded, true) {
-            Decision::Build(plan) => plan,
-            Decision::Skip(why) | Decision::Refuse(why) => panic!("{why}"),
-        };
-        assert_eq!(value(&plan, "MI_GUARDED"), Some(Some("1")));
-        let why = refusal(
-            &target("x86_64-unknown-linux-gnu"),
-            Features {
-                override_malloc: true,
-                ..guarded
-            },
-        );
-        assert!(
-            why.contains("guard page") && why.contains("override"),
-            "{why}"
-        );
+        for override_malloc in [false, true] {
+            let guarded = Features {
+                guarded: true,
+                v2,
+                override_malloc,
+                ..Features::default()
+            };
+            let plan = build(&target("x86_64-unknown-linux-gnu"), guarded);
+            assert_eq!(value(&plan, "MI_GUARDED"), Some(Some("1")));
+            // mimalloc 3 guards nothing by default, even built guarded; mimalloc 2 one in 4000.
+            let rate = value(&plan, "MI_DEFAULT_GUARDED_SAMPLE_RATE");
+            assert_eq!(rate, if v2 { None } else { Some(Some("1048576")) });
+        }
     }
 }
 
@@ -660,4 +673,60 @@ fn option_names_come_from_the_vendored_header() {
         "MIMALLOC_SYS_DEFAULT_PURGE_DELAY"
     );
     assert!(baked::option_names("no enum here").is_err());
+}
+
+/// mimalloc 3.6's free: the pointer is trusted (checked in `secure` builds, as mimalloc's CMake
+/// does), and the page is found by masking the pointer, except on WASI, which cannot map the
+/// aligned regions that needs. mimalloc 2 has neither define.
+#[test]
+fn free_finds_pages_by_alignment_and_checks_in_secure_builds() {
+    let plan = default_plan("x86_64-unknown-linux-gnu");
+    assert_eq!(value(&plan, "MI_FREE_IS_CHECKED"), Some(Some("0")));
+    assert_eq!(value(&plan, "MI_FREE_USE_PAGEMAP"), Some(Some("0")));
+    let secure = Features {
+        secure: true,
+        ..Features::default()
+    };
+    let plan = build(&target("x86_64-unknown-linux-gnu"), secure);
+    assert_eq!(value(&plan, "MI_FREE_IS_CHECKED"), Some(Some("1")));
+    let wasi = default_plan("wasm32-wasip1");
+    assert_eq!(value(&wasi, "MI_FREE_USE_PAGEMAP"), Some(Some("1")));
+    for (triple, _) in FACTS {
+        let v2 = Features {
+            v2: true,
+            ..Features::default()
+        };
+        if let Decision::Build(plan) = plan::decide(&target(triple), &v2, true) {
+            for name in [
+                "MI_FREE_IS_CHECKED",
+                "MI_FREE_USE_PAGEMAP",
+                "MI_TLS_MODEL_PTHREADS",
+            ] {
+                assert_eq!(value(&plan, name), None, "{triple}: {name} is mimalloc 3's");
+            }
+        }
+    }
+}
+
+/// No `-march` anywhere (mimalloc's CMake turns `MI_OPT_ARCH` on for arm64): the C code runs
+/// on every CPU the Rust target runs on. And bcrypt only where mimalloc still calls it directly.
+#[test]
+fn no_cpu_beyond_the_targets_baseline_and_no_bcrypt_off_uwp() {
+    for (triple, _) in FACTS {
+        if let Decision::Build(plan) = plan::decide(&target(triple), &Features::default(), true) {
+            let all = plan.flags.iter().chain(&plan.flags_if_supported);
+            assert!(
+                !all.clone()
+                    .any(|f| f.starts_with("-march") || f.starts_with("/arch")),
+                "{triple}: {:?}",
+                plan.flags_if_supported
+            );
+            assert!(!plan.link_libs.contains(&"bcrypt"), "{triple}");
+        }
+    }
+    let mut uwp = target("x86_64-pc-windows-msvc");
+    uwp.vendor = "uwp".to_owned();
+    assert!(build(&uwp, Features::default())
+        .link_libs
+        .contains(&"bcrypt"));
 }

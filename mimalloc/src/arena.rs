@@ -21,9 +21,8 @@ pub enum Sharing {
 pub enum ArenaError {
     /// The OS refused the reservation; the value is mimalloc's `errno` code (e.g. `ENOMEM`).
     Os(i32),
-    /// mimalloc refused the region: after aligning its start it is smaller than one arena
-    /// block (32 MiB on 64-bit targets, less on 32-bit ones), or mimalloc has no room for
-    /// another arena.
+    /// mimalloc refused the region: after aligning its start it is smaller than the arena
+    /// alignment (see [`Arena::manage`]), or mimalloc has no room for another arena.
     Refused,
 }
 
@@ -88,10 +87,10 @@ impl Arena {
     /// # Ok::<(), mimalloc::ArenaError>(())
     /// ```
     pub fn reserve(size: usize, sharing: Sharing) -> Result<Arena, ArenaError> {
-        // mimalloc 2.3.2 crashes when this is the first mimalloc call of a thread: choosing an
-        // address hint, it writes the random state of the thread's heap, which is still the
-        // read-only empty heap (`tests/tests/first_call.rs`). Initialising the thread first
-        // is cheap and idempotent.
+        // mimalloc 2.3.2 and 2.5.2 crash when this is the first mimalloc call of a thread:
+        // choosing an address hint, it writes the random state of the thread's heap, which is
+        // still the read-only empty heap (`tests/tests/upstream_bugs.rs`). Initialising the
+        // thread first is cheap and idempotent.
         // SAFETY: `mi_thread_init` has no preconditions.
         unsafe { ffi::mi_thread_init() };
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
@@ -111,15 +110,21 @@ impl Arena {
     /// memory from a static buffer, a custom mapping, or memory outside the OS's allocator.
     ///
     /// mimalloc uses the region for the rest of the process, so it must be `'static`; its start
-    /// is aligned up to mimalloc's arena alignment and the rest must still hold one arena block
-    /// (on 64-bit targets: 32 MiB, aligned to 32 MiB with mimalloc 2, so 64 MiB always
-    /// suffice). mimalloc 3 never decommits or resets caller memory; mimalloc 2 may, as it does
-    /// its own, so with `v2` the region must be memory the OS manages in pages (a static
-    /// buffer, a large leaked allocation, or a mapping).
+    /// is aligned up to mimalloc's arena alignment and the rest must still hold that much. On
+    /// 64-bit targets mimalloc 3 aligns arenas to 256 MiB (its page metadata sits at such
+    /// addresses; 64 KiB with `secure`), so a region of 512 MiB always suffices; mimalloc 2
+    /// aligns to 32 MiB, so 64 MiB suffice. On 32-bit targets, 64 MiB and 8 MiB. Only the
+    /// pages mimalloc uses are touched, so a large region costs address space, not memory.
+    /// mimalloc 3 never decommits or resets caller memory; mimalloc 2 may, as it does its own,
+    /// so with `v2` the region must be memory the OS manages in pages (a static buffer, a large
+    /// leaked allocation, or a mapping).
     ///
     /// ```
     /// use core::mem::MaybeUninit;
-    /// let region: &'static mut [MaybeUninit<u8>] = vec![MaybeUninit::uninit(); 64 << 20].leak();
+    /// let size = if cfg!(target_pointer_width = "64") { 512 << 20 } else { 64 << 20 };
+    /// // Untouched memory for the rest of the process: a leaked vector's spare capacity.
+    /// let region: &'static mut [MaybeUninit<u8>] =
+    ///     Box::leak(Box::new(Vec::<u8>::with_capacity(size))).spare_capacity_mut();
     /// let arena = mimalloc::Arena::manage(region, mimalloc::Sharing::Exclusive)?;
     /// let heap = mimalloc::Heap::try_new_in(&arena).expect("a heap");
     /// let block = heap.allocate(core::alloc::Layout::new::<[u8; 4096]>()).expect("memory");
@@ -185,18 +190,27 @@ impl Arena {
     }
 }
 
-/// Where mimalloc wants a caller's region to start: one arena slice (64 KiB, 32 KiB on 32-bit
-/// targets) with mimalloc 3, one segment (32 MiB, 4 MiB on 32-bit targets) with mimalloc 2.
+/// Where mimalloc wants a caller's region to start, and the least it must hold from there: one
+/// segment (32 MiB, 4 MiB on 32-bit targets) with mimalloc 2; with mimalloc 3, the alignment of
+/// its page metadata (256 MiB, 32 MiB on 32-bit targets: `MI_PAGE_META_ALIGNMENT`, which lets
+/// `free` find a page by masking the pointer), or one arena slice (64 KiB, 32 KiB on 32-bit)
+/// where the build looks pages up in the page map instead (`secure`, WASI).
 const REGION_ALIGN: usize = if cfg!(feature = "v2") {
     if cfg!(target_pointer_width = "64") {
         32 << 20
     } else {
         4 << 20
     }
+} else if cfg!(any(feature = "secure", target_os = "wasi")) {
+    if cfg!(target_pointer_width = "64") {
+        64 << 10
+    } else {
+        32 << 10
+    }
 } else if cfg!(target_pointer_width = "64") {
-    64 << 10
+    256 << 20
 } else {
-    32 << 10
+    32 << 20
 };
 
 /// How the caller's region is described to mimalloc. mimalloc 3's parameter is `is_pinned`:

@@ -17,8 +17,9 @@ use mimalloc_sys as ffi;
 ///   outlive it.
 /// - [`Heap::delete`] instead moves the blocks still alive to the default heap
 ///   (`mi_heap_delete`), where they stay valid until freed.
-/// - With the `guarded` feature, mimalloc cannot destroy heaps: dropping one deletes it, so
-///   blocks still allocated in it stay allocated (a leak, never a dangling block).
+/// - With the `guarded` and `v2` features together, mimalloc cannot destroy heaps: dropping one
+///   deletes it, so blocks still allocated in it stay allocated (a leak, never a dangling
+///   block). mimalloc 3 destroys guarded heaps like any other.
 /// - With the `allocator-api2` feature, `&Heap` implements `allocator_api2::alloc::Allocator`,
 ///   so `allocator_api2::vec::Vec::new_in(&heap)` and `hashbrown::HashMap::new_in(&heap)` work
 ///   on stable Rust; with the `nightly` feature it implements `core::alloc::Allocator`.
@@ -285,13 +286,9 @@ impl Heap {
     /// # Ok::<(), mimalloc::AllocError>(())
     /// ```
     ///
-    /// mimalloc 3.3.2 has a bug here: freeing such a block crashes if its page came straight
-    /// from the OS instead of an arena, which happens only when arenas are disabled
-    /// (`MIMALLOC_ARENA_RESERVE=0` or `MIMALLOC_DISALLOW_ARENA_ALLOC=1`). With the default
-    /// options every page comes from an arena. mimalloc 2.3.2 built with the `debug` feature
-    /// aborts on an internal assertion freeing a block from a page that was full when its heap
-    /// was deleted (a statistic is not moved along; release builds are unaffected).
-    /// `tests/tests/upstream_bugs.rs` watches for both.
+    /// mimalloc 2.5.2 built with the `debug` feature aborts on an internal assertion freeing a
+    /// block from a page that was full when its heap was deleted (a statistic is not moved
+    /// along; release builds are unaffected); `tests/tests/upstream_bugs.rs` watches for it.
     pub fn delete(self) {
         let raw = self.as_ptr();
         core::mem::forget(self);
@@ -324,14 +321,16 @@ unsafe fn new_in_arena(arena: &Arena) -> *mut ffi::mi_heap_t {
     unsafe { ffi::mi_heap_new_in_arena(arena.id()) }
 }
 
+/// Whether dropping a heap deletes it instead of destroying it: mimalloc 2 cannot destroy heaps
+/// in guarded builds (it deletes them itself, with a warning).
+const DELETES_ON_DROP: bool = GUARDED && cfg!(feature = "v2");
+
 impl Drop for Heap {
     /// Destroys the heap and frees every block still allocated in it (`mi_heap_destroy`); in
-    /// `guarded` builds, deletes it instead (see [`Heap`]).
+    /// `guarded` builds with `v2`, deletes it instead (see [`Heap`]).
     fn drop(&mut self) {
-        if GUARDED {
-            // mimalloc replaces destroy by delete in guarded builds anyway, and its replacement
-            // in mimalloc 3.3.2 (the calling thread's part of the heap only) crashes when other
-            // threads used the heap (`heap_dropped_while_its_threads_live_on`).
+        if DELETES_ON_DROP {
+            // mimalloc 2 replaces destroy by delete in guarded builds anyway.
             // SAFETY: dropping needs `&mut self`, so nothing uses the heap afterwards.
             unsafe { ffi::mi_heap_delete(self.as_ptr()) }
         } else {

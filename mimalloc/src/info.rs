@@ -9,7 +9,7 @@ use mimalloc_sys as ffi;
 /// ```
 /// let v = mimalloc::version();
 /// assert!(v.major == 2 || v.major == 3);
-/// println!("running on mimalloc {v}"); // e.g. "3.3.2"
+/// println!("running on mimalloc {v}"); // e.g. "3.6.0"
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -27,7 +27,7 @@ impl fmt::Display for Version {
     }
 }
 
-/// The runtime version of mimalloc (`mi_version`), e.g. 3.3.2.
+/// The runtime version of mimalloc (`mi_version`), e.g. 3.6.0.
 ///
 /// This is the library that was linked, which the build always takes from the same vendored
 /// tree as the headers; see [`Version`] for an example.

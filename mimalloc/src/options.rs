@@ -15,6 +15,8 @@ pub enum OptionKind {
     Number,
     /// A size, stored in KiB: [`MiOption::get_size`] reads it in bytes.
     SizeKiB,
+    /// A size, stored in bytes (mimalloc 3's profiler and statistics options).
+    SizeBytes,
 }
 
 macro_rules! options {
@@ -120,24 +122,28 @@ options! {
     DisallowArenaAlloc = mi_option_disallow_arena_alloc, "disallow_arena_alloc", Flag;
     /// Retry for this many milliseconds when the OS is out of memory (Windows).
     RetryOnOom = mi_option_retry_on_oom, "retry_on_oom", Number;
-    /// Allow visiting the blocks of exited threads' heaps.
-    VisitAbandoned = mi_option_visit_abandoned, "visit_abandoned", Flag;
     /// Smallest size of guarded blocks (builds with guard pages only).
     GuardedMin = mi_option_guarded_min, "guarded_min", Number;
     /// Largest size of guarded blocks (builds with guard pages only).
     GuardedMax = mi_option_guarded_max, "guarded_max", Number;
-    /// Place guarded blocks right before the guard page, ignoring their alignment.
-    GuardedPrecise = mi_option_guarded_precise, "guarded_precise", Flag;
-    /// Guard one in this many blocks (builds with guard pages only).
+    /// Guard one block in about this many requested bytes (mimalloc 3) or one in this many
+    /// blocks (mimalloc 2); builds with guard pages only.
     GuardedSampleRate = mi_option_guarded_sample_rate, "guarded_sample_rate", Number;
     /// Seed of the guarded-block sampling (0: random).
     GuardedSampleSeed = mi_option_guarded_sample_seed, "guarded_sample_seed", Number;
     /// Collect heaps every this many calls of the generic allocation path.
     GenericCollect = mi_option_generic_collect, "generic_collect", Number;
-    /// Allow transparent huge pages (Linux and Android; off by default in this build, on with
-    /// `MIMALLOC_ALLOW_THP=1`).
-    AllowThp = mi_option_allow_thp, "allow_thp", Flag;
+    /// Allow transparent huge pages (Linux and Android): 0 no, 1 yes, 2 (mimalloc 3) yes and
+    /// purge in whole 2 MiB pages. This build's default is in the README's option table.
+    AllowThp = mi_option_allow_thp, "allow_thp", Number;
 
+    /// Allow visiting the blocks of exited threads' heaps (mimalloc 2).
+    #[cfg(feature = "v2")]
+    VisitAbandoned = mi_option_visit_abandoned, "visit_abandoned", Flag;
+    /// Place guarded blocks right before the guard page, ignoring their alignment (mimalloc 2;
+    /// mimalloc 3 calls it [`UnsafeGuardedPrecise`](MiOption::UnsafeGuardedPrecise)).
+    #[cfg(feature = "v2")]
+    GuardedPrecise = mi_option_guarded_precise, "guarded_precise", Flag;
     /// Commit segments eagerly (mimalloc 2).
     #[cfg(feature = "v2")]
     EagerCommit = mi_option_eager_commit, "eager_commit", Flag;
@@ -187,13 +193,41 @@ options! {
     PageCrossThreadMaxReclaim = mi_option_page_cross_thread_max_reclaim, "page_cross_thread_max_reclaim", Number;
     /// The smallest purge (mimalloc 3; 0: 64 KiB, or 2 MiB with transparent huge pages).
     #[cfg(not(feature = "v2"))]
-    MinimalPurgeSize = mi_option_minimal_purge_size, "minimal_purge_size", SizeKiB;
+    ArenaPurgeMinSize = mi_option_arena_purge_min_size, "arena_purge_min_size", SizeKiB;
+    /// Free ranges at least this large are purged at once instead of after the purge delay
+    /// (mimalloc 3).
+    #[cfg(not(feature = "v2"))]
+    ArenaPurgeImmediateSize = mi_option_arena_purge_immediate_size, "arena_purge_immediate_size", SizeKiB;
     /// Larger objects come straight from the OS instead of an arena (mimalloc 3).
     #[cfg(not(feature = "v2"))]
     ArenaMaxObjectSize = mi_option_arena_max_object_size, "arena_max_object_size", SizeKiB;
     /// Associate the first arena with the local NUMA node (mimalloc 3, experimental).
     #[cfg(not(feature = "v2"))]
     ArenaIsNumaLocal = mi_option_arena_is_numa_local, "arena_is_numa_local", Flag;
+    /// Place guarded blocks right before the guard page, ignoring their alignment (mimalloc 3;
+    /// a block can then be misaligned, which Rust's allocators never hand out: they round the
+    /// size up to the alignment first).
+    #[cfg(not(feature = "v2"))]
+    UnsafeGuardedPrecise = mi_option_unsafe_guarded_precise, "unsafe_guarded_precise", Flag;
+    /// Merge a thread's statistics into its heap's on every collection (mimalloc 3).
+    #[cfg(not(feature = "v2"))]
+    StatsMergeOnCollect = mi_option_stats_merge_on_collect, "stats_merge_on_collect", Flag;
+    /// Merge a thread's statistics into its heap's once this many bytes were allocated or
+    /// freed (mimalloc 3; 0: never).
+    #[cfg(not(feature = "v2"))]
+    StatsMergeThreshold = mi_option_stats_merge_threshold, "stats_merge_threshold", SizeBytes;
+    /// Bytes allocated between automatic heap-profile snapshots (mimalloc 3).
+    #[cfg(not(feature = "v2"))]
+    ProfileAllocInterval = mi_option_profile_alloc_interval, "profile_alloc_interval", SizeBytes;
+    /// Growth of in-use bytes between automatic heap-profile snapshots (mimalloc 3; 0: off).
+    #[cfg(not(feature = "v2"))]
+    ProfileInuseInterval = mi_option_profile_inuse_interval, "profile_inuse_interval", SizeBytes;
+    /// Seconds between automatic heap-profile snapshots (mimalloc 3; 0: off).
+    #[cfg(not(feature = "v2"))]
+    ProfileTimeInterval = mi_option_profile_time_interval, "profile_time_interval", Number;
+    /// Mean bytes between sampled allocations of the heap profiler (mimalloc 3).
+    #[cfg(not(feature = "v2"))]
+    ProfileSampleRate = mi_option_profile_sample_rate, "profile_sample_rate", SizeBytes;
 }
 
 impl MiOption {

@@ -1,12 +1,12 @@
 //! Which mimalloc function serves a request: every allocation decision of the crate, made once.
 //!
 //! `GlobalAlloc for MiMalloc`, [`Heap`]'s methods and both `Allocator` impls forward here. The
-//! decisions (size rounding for `size < align`, the `_small` fast path, inline zeroing, the
-//! `_aligned` variants, the guarded resize by copy) are written once, generic over [`Entries`]:
+//! decisions (size rounding for `size < align`, the `_small` fast paths, inline zeroing, the
+//! `_aligned` variants) are written once, generic over [`Entries`]:
 //! mimalloc's entry points for the calling thread's default heap (`mi_*`, [`MiMalloc`]) or for an
 //! owned heap (`mi_heap_*`, [`Heap`]). The paths are `#[inline(always)]`, so each caller
-//! compiles to the same few instructions it would have if written by hand; only the guarded
-//! resize by copy, off the hot path, is a function of its own.
+//! compiles to the same few instructions it would have if written by hand; only the rare move
+//! of a resized block into a small page, off the hot path, is a function of its own.
 
 use crate::{Heap, MiMalloc};
 use core::alloc::Layout;
@@ -75,9 +75,10 @@ pub(crate) trait Entries {
 /// served as 8 bytes instead of paying for `mi_malloc_aligned`.
 ///
 /// With guard pages, mimalloc places a guarded block right before its guard page; with
-/// `MIMALLOC_GUARDED_PRECISE=1` at `guard_page - size` exactly, which is aligned only to the
-/// largest power of two dividing `size` (a 100-byte block ends up 4-aligned). So guarded builds
-/// round the size up to a multiple of `align`, which is at most 15 bytes more.
+/// `MIMALLOC_UNSAFE_GUARDED_PRECISE=1` (`MIMALLOC_GUARDED_PRECISE=1` with `v2`) at
+/// `guard_page - size` exactly, which is aligned only to the largest power of two dividing
+/// `size` (a 100-byte block ends up 4-aligned). So guarded builds round the size up to a
+/// multiple of `align`, which is at most 15 bytes more.
 #[inline(always)]
 fn plain_size(layout: Layout) -> Option<usize> {
     let (size, align) = (layout.size(), layout.align());
@@ -93,12 +94,26 @@ fn plain_size(layout: Layout) -> Option<usize> {
     }
 }
 
+/// Whether `layout` is beyond the largest block the vendored mimalloc can serve without
+/// crashing: on 32-bit targets mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
+/// 2 GiB block and then faults building its free list, where it should return null
+/// (README, Known issues; `tests/tests/upstream_bugs.rs` keeps the canary). Such requests fail
+/// here instead, with the alignment's over-allocation counted in. On 64-bit targets and with
+/// mimalloc 2 the test is compiled out.
+#[inline(always)]
+fn beyond_largest(layout: Layout) -> bool {
+    const LARGEST: usize = (1 << 31) - (4 << 20);
+    cfg!(all(target_pointer_width = "32", not(feature = "v2")))
+        && layout.size() > LARGEST.saturating_sub(layout.align())
+}
+
 /// A block for `layout` from `heap`, or null.
 #[inline(always)]
 pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
     let p = match plain_size(layout) {
         // SAFETY: the size is at most `SMALL_SIZE_MAX`.
         Some(size) if size <= SMALL_SIZE_MAX => unsafe { heap.malloc_small(size) },
+        _ if beyond_largest(layout) => core::ptr::null_mut(),
         Some(size) => heap.malloc(size),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
         None => unsafe { heap.malloc_aligned(layout.size(), layout.align()) },
@@ -120,6 +135,7 @@ pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
             }
             p
         }
+        _ if beyond_largest(layout) => core::ptr::null_mut(),
         Some(size) => heap.zalloc(size),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
         None => unsafe { heap.zalloc_aligned(layout.size(), layout.align()) },
@@ -141,9 +157,15 @@ pub(crate) unsafe fn realloc(
     old: Layout,
     new: Layout,
 ) -> *mut u8 {
-    if GUARDED {
+    // Into a small layout from another: mimalloc could shrink in place a block of a larger
+    // page (an over-aligned one whose usable rest is small), which `free` would then hand to
+    // `mi_free_small`; so the block moves.
+    if SMALL_FREE && in_small_page(new) && !in_small_page(old) {
         // SAFETY: forwarded contract.
-        return unsafe { realloc_by_copy(heap, ptr, old.size(), new) };
+        return unsafe { move_block(heap, ptr, old, new) };
+    }
+    if beyond_largest(new) {
+        return core::ptr::null_mut();
     }
     let p = ptr.cast::<c_void>();
     let q = match plain_size(new) {
@@ -156,6 +178,17 @@ pub(crate) unsafe fn realloc(
     q.cast()
 }
 
+/// Whether a block allocated (or resized) with `layout` lies in one of mimalloc 3's small pages
+/// (blocks up to 10 KiB), where `mi_free_small` finds its page without the general lookup: a
+/// plain layout of at most `SMALL_SIZE_MAX` bytes, served by `mi_malloc_small`. (An aligned
+/// layout of that size would qualify too while its alignment is at most its size, but the
+/// extra test costs more on every free than it saves on the rare aligned one.) [`realloc`]
+/// never leaves a block of another page under such a layout.
+#[inline(always)]
+fn in_small_page(layout: Layout) -> bool {
+    layout.size() <= SMALL_SIZE_MAX && layout.align() <= MIN_ALIGN
+}
+
 /// Frees a block of any heap, from any thread.
 ///
 /// # Safety
@@ -163,39 +196,40 @@ pub(crate) unsafe fn realloc(
 /// `ptr` is a live mimalloc block allocated with `layout`, not used afterwards.
 #[inline(always)]
 pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
+    let p = ptr.cast::<c_void>();
+    #[cfg(not(feature = "v2"))]
+    if in_small_page(layout) {
+        // SAFETY: a live (so non-null) block in a small page (`in_small_page`), which is what
+        // `mi_free_small_nonnull` requires; it takes the page from the block's address.
+        return unsafe { ffi::mi_free_small_nonnull(p) };
+    }
     let _ = layout;
     // SAFETY: the caller passes a live mimalloc block; `mi_free` finds its page (and the start
     // of an over-aligned block) itself.
-    unsafe { ffi::mi_free(ptr.cast::<c_void>()) }
+    unsafe { ffi::mi_free(p) }
 }
 
-/// Resizes by allocating, copying and freeing, never through mimalloc's realloc. With guard
-/// pages (`guarded`), mimalloc 3.3.2 and 2.3.2 copy the usable size of the block that holds a
-/// guarded object, which runs past the object into its guard page and faults; here the
-/// object's size is known, so only it is copied. Growth is never in place then, which a
-/// hardening build can afford; a shrink by at most half keeps the block, as mimalloc does.
+/// Whether [`free`] takes mimalloc 3's `mi_free_small_nonnull`, which skips the general page
+/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"); mimalloc 2's `mi_free_small`
+/// is `mi_free` under another name.
+const SMALL_FREE: bool = cfg!(not(feature = "v2"));
+
+/// Moves the block at `ptr` into a fresh block for `new`: allocates, copies, frees. Off the hot
+/// path, so not inlined.
 ///
 /// # Safety
 ///
-/// `ptr` is a live mimalloc block of at least `old_size` bytes. After success only the result
-/// may be used.
+/// `ptr` is a live mimalloc block allocated with `old`. After success only the result may be
+/// used.
 #[inline(never)]
-unsafe fn realloc_by_copy(
-    heap: &impl Entries,
-    ptr: *mut u8,
-    old_size: usize,
-    new: Layout,
-) -> *mut u8 {
-    if new.size() <= old_size && new.size() >= old_size / 2 && ptr as usize % new.align() == 0 {
-        return ptr;
-    }
+unsafe fn move_block(heap: &impl Entries, ptr: *mut u8, old: Layout, new: Layout) -> *mut u8 {
     let q = alloc(heap, new);
     if !q.is_null() {
         // SAFETY: `ptr` and `q` are distinct live blocks holding at least the bytes copied;
         // the old block is freed once, after the copy, and only on success.
         unsafe {
-            core::ptr::copy_nonoverlapping(ptr, q, old_size.min(new.size()));
-            ffi::mi_free(ptr.cast::<c_void>());
+            core::ptr::copy_nonoverlapping(ptr, q, old.size().min(new.size()));
+            free(ptr, old);
         }
     }
     q
@@ -256,8 +290,20 @@ unsafe fn zero(p: *mut u8, size: usize) {
 impl Entries for MiMalloc {
     #[inline(always)]
     unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
+        // mimalloc 3 takes the size in words, which for a constant size costs nothing to
+        // compute here and saves mimalloc the rounding.
+        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`, so `words` is within
+        // `MI_SMALL_WSIZE_MAX`.
+        #[cfg(not(feature = "v2"))]
+        unsafe {
+            let words = (size + core::mem::size_of::<usize>() - 1) / core::mem::size_of::<usize>();
+            ffi::mi_wmalloc_small(words)
+        }
         // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`.
-        unsafe { ffi::mi_malloc_small(size) }
+        #[cfg(feature = "v2")]
+        unsafe {
+            ffi::mi_malloc_small(size)
+        }
     }
     #[inline(always)]
     fn malloc(&self, size: usize) -> *mut c_void {

@@ -182,34 +182,34 @@ pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Resul
 /// assert!(json.starts_with('{') && json.contains("\"reserved\""));
 /// ```
 pub fn stats_json() -> rust_alloc::string::String {
-    // Into a buffer of ours, doubled until the document fits: left to itself, mimalloc grows
-    // its own buffer with `mi_realloc`, which faults on guarded blocks (the `guarded` feature).
+    // Into a buffer of ours, doubled until the document fits, which becomes the `String`
+    // (mimalloc's own buffer would have to be copied and handed back to `mi_free`).
     let mut size = 4 << 10; // the document is ~15 KiB: the doubling is always exercised
     loop {
         let mut buf = rust_alloc::vec![0u8; size];
         // SAFETY: `buf` is writable for `size` bytes; mimalloc writes at most `size - 1` bytes
         // and a terminating zero into it, and keeps no pointer to it.
         let text = unsafe { ffi::mi_stats_get_json(size, buf.as_mut_ptr().cast()) };
-        // Null only if the stats header mismatched, which the vendored header rules out.
-        debug_assert!(!text.is_null(), "mi_stats_get_json refused");
+        // A document that did not fit: 3.6.0 returns null (as for a stats header of another
+        // version, which the vendored header rules out); 2.5.2 returns it cut off at the end
+        // of the buffer. Either way a complete one ends well before the end.
         let len = buf.iter().position(|&b| b == 0).unwrap_or(size);
-        // mimalloc stops writing when the buffer is full: a document that ends well before the
-        // end is complete.
-        if len + 2 < size {
+        if !text.is_null() && len + 2 < size {
             buf.truncate(len);
             return rust_alloc::string::String::from_utf8(buf).unwrap_or_else(|e| {
                 rust_alloc::string::String::from_utf8_lossy(e.as_bytes()).into_owned()
             });
         }
+        assert!(size < 64 << 20, "mi_stats_get_json refused a 64 MiB buffer");
         size *= 2;
     }
 }
 
 /// Resets the statistics counters to zero (`mi_stats_reset`, mimalloc 2 only).
 ///
-/// mimalloc 3.3.2 keeps `mi_stats_reset` as a deprecated function that no longer resets
-/// anything, so with mimalloc 3 this function does not exist rather than silently do nothing:
-/// compare two [`stats`] snapshots instead.
+/// mimalloc 3 (3.3.2 to 3.6.0) keeps `mi_stats_reset` as a deprecated function that no longer
+/// resets anything, so with mimalloc 3 this function does not exist rather than silently do
+/// nothing: compare two [`stats`] snapshots instead.
 ///
 /// ```
 /// mimalloc::stats_reset();
@@ -224,7 +224,7 @@ pub fn stats_reset() {
 /// Merges the calling thread's statistics into the process-wide ones now, rather than when the
 /// thread exits or collects.
 ///
-/// mimalloc 2 has `mi_stats_merge` for this. mimalloc 3.3.2 declares it but does not define
+/// mimalloc 2 has `mi_stats_merge` for this. mimalloc 3.6.0 declares it but does not define
 /// it; there the thread's counters are merged by `mi_thread_stats_print_out`, whose output this
 /// function discards.
 ///

@@ -116,8 +116,23 @@ fn plain_mi_malloc_is_naturally_aligned() {
     }
 }
 
-/// Alignments from 8 MiB to 1 GiB: mimalloc serves them from dedicated OS mappings. Each either
-/// succeeds with an aligned, usable block or returns null; nothing aborts.
+/// The first alignment (as a power of two) that mimalloc 3 refuses: it keeps page metadata at
+/// addresses aligned to 256 MiB (32 MiB on 32-bit targets), `MI_PAGE_META_ALIGNMENT`, and
+/// cannot place a block at such an alignment or above ("requested alignment is too large").
+/// `secure` builds check every free through the page map instead and have no such limit, nor
+/// has mimalloc 2. The README's Known issues section says so.
+fn refused_from() -> Option<u32> {
+    if cfg!(any(feature = "v2", feature = "secure")) {
+        None
+    } else if cfg!(target_pointer_width = "64") {
+        Some(28)
+    } else {
+        Some(25)
+    }
+}
+
+/// Alignments from 8 MiB to 1 GiB: mimalloc serves them from dedicated OS mappings, up to its
+/// limit, and returns null from there on; nothing aborts.
 #[test]
 fn huge_alignments_are_aligned_or_null() {
     // A 64-bit address space always has room for these. A 32-bit one (4 GiB, shared with the
@@ -132,10 +147,17 @@ fn huge_alignments_are_aligned_or_null() {
         for size in [1, 8, 4 * KIB, MIB + 1] {
             let layout = Layout::from_size_align(size, 1 << shift).unwrap();
             let served = exercise(layout, shift % 2 == 1, shift as u8);
-            assert!(
-                served || shift > must_serve_up_to,
-                "size {size} align 2^{shift} returned null"
-            );
+            match refused_from() {
+                Some(limit) if shift >= limit => assert!(
+                    !served,
+                    "size {size} align 2^{shift} was served: mimalloc's alignment limit moved, \
+                     update refused_from() and the README's Known issues"
+                ),
+                _ => assert!(
+                    served || shift > must_serve_up_to,
+                    "size {size} align 2^{shift} returned null"
+                ),
+            }
         }
     }
 }

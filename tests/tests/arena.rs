@@ -110,7 +110,9 @@ fn a_heap_dropped_gives_its_budget_to_the_next() {
     if cfg!(feature = "guarded") {
         return mimalloc_tests::skip(
             "a_heap_dropped_gives_its_budget_to_the_next",
-            "in `guarded` builds a dropped heap is deleted, its blocks stay allocated (documented on Heap)",
+            "in `guarded` builds mimalloc 2 deletes a dropped heap, so its blocks stay allocated \
+             (documented on Heap), and mimalloc 3.6.0 leaves one 4 MiB chunk of the arena \
+             unusable after a destroy (README, Known issues)",
         );
     }
     let arena = Arena::reserve(64 * MIB, Sharing::Exclusive).unwrap();
@@ -126,7 +128,15 @@ fn a_heap_dropped_gives_its_budget_to_the_next() {
     );
 }
 
-const REGION_SIZE: usize = 72 * MIB;
+/// Enough for mimalloc's arena alignment after a misaligned start (see `Arena::manage`).
+const REGION_SIZE: usize = if cfg!(target_pointer_width = "64") {
+    520 * MIB
+} else {
+    72 * MIB
+};
+
+/// Memory that is not mimalloc's own (a block of the global allocator, which is mimalloc here,
+/// would be): the executable's zero-initialised data, which the OS maps on first touch.
 static mut REGION: [MaybeUninit<u8>; REGION_SIZE] = [MaybeUninit::uninit(); REGION_SIZE];
 
 #[test]

@@ -3,8 +3,9 @@
 //! so nothing has touched mimalloc before.
 
 use core::alloc::Layout;
-use mimalloc::{Arena, Heap, Sharing};
-use mimalloc_tests::{is_child, run_child};
+use mimalloc::{Arena, Heap, MiMalloc, Sharing};
+use mimalloc_tests::{is_child, run_child, Pattern};
+use std::alloc::GlobalAlloc;
 
 /// Runs `body` as the first mimalloc call of a child process; it must print `OK`.
 fn first_call(test: &str, body: fn() -> bool) {
@@ -55,5 +56,50 @@ fn child_set_an_option() {
     first_call("child_set_an_option", || {
         mimalloc::MiOption::PurgeDelay.set(0);
         mimalloc::MiOption::PurgeDelay.get() == 0
+    });
+}
+
+/// A thread whose very first mimalloc call is a `realloc`, necessarily of a block from another
+/// thread: mimalloc 3 (3.3.x on Windows and macOS, upstream #1304) took the in-place path of a
+/// shrink that still fits with the thread's heap not made yet and dereferenced it; 3.5.0 debug
+/// builds failed an assertion there (#1371). Each case runs on a fresh thread (std's own
+/// allocations are the system allocator's in this binary), after the block was allocated and
+/// filled on this one; the contents must survive.
+#[test]
+fn child_realloc_is_a_new_threads_first_call() {
+    first_call("child_realloc_is_a_new_threads_first_call", || {
+        // (size, align, new size): shrinks that stay in place (within half the block), and a
+        // growth that moves; plain and aligned (`mi_realloc_aligned`).
+        let cases = [
+            (64, 8, 40),
+            (256, 64, 200),
+            (64, 8, 100_000),
+            (4096, 4096, 8192),
+        ];
+        cases.iter().all(|&(size, align, new_size)| {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: non-zero size; the block is filled within its size, then handed to the
+            // thread below, which alone uses and frees it.
+            let addr = unsafe {
+                let p = MiMalloc.alloc(layout);
+                assert!(!p.is_null());
+                Pattern::new(size as u8).fill(p, size);
+                p as usize
+            };
+            std::thread::spawn(move || {
+                let p = addr as *mut u8;
+                // SAFETY: `p` is a live block of `layout`, resized once and freed with its new
+                // layout; only the bytes both sizes share are read.
+                unsafe {
+                    let q = MiMalloc.realloc(p, layout, new_size);
+                    assert!(!q.is_null(), "realloc to {new_size} failed");
+                    assert_eq!(q as usize % align, 0, "realloc lost the alignment");
+                    Pattern::new(size as u8).assert_at(q, size.min(new_size), "realloc");
+                    MiMalloc.dealloc(q, Layout::from_size_align(new_size, align).unwrap());
+                }
+            })
+            .join()
+            .is_ok()
+        })
     });
 }

@@ -1,6 +1,7 @@
 //! Every allocator of the crate keeps every layout's alignment when every block is guarded and
-//! placed exactly before its guard page (`MIMALLOC_GUARDED_PRECISE=1`), where mimalloc puts a
-//! block at `guard_page - size`: aligned only to the largest power of two dividing the size.
+//! placed exactly before its guard page (`MIMALLOC_UNSAFE_GUARDED_PRECISE=1`, or
+//! `MIMALLOC_GUARDED_PRECISE=1` for mimalloc 2), where mimalloc puts a block at
+//! `guard_page - size`: aligned only to the largest power of two dividing the size.
 //! The routing core rounds plain requests up to their alignment in `guarded` builds; before it
 //! did, `Layout(100, 8)` came back 4-aligned.
 
@@ -151,6 +152,8 @@ fn child_thread_guarded_precise_blocks_keep_their_alignment() {
         &[
             ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
             ("MIMALLOC_GUARDED_PRECISE", "1"),
+            // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
+            ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
         ],
         Duration::from_secs(300),
     );

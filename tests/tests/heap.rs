@@ -142,7 +142,13 @@ fn collections_in_a_heap_go_back_when_it_drops() {
     drop(heap);
     let after = Snapshot::with_resident_set(stats_after_collect());
 
-    let returned = after.stats.purged - during.stats.purged;
+    // Given back by purging arena pages (on x86_64 Linux the committed figure stays, as
+    // mimalloc commits arenas eagerly there), or by decommitting or unmapping, which lowers
+    // the committed figure without counting as a purge (i686 with mimalloc 3.6.0: 21 MiB
+    // purged, committed 94 -> 26 MiB, resident 79 -> 4 MiB).
+    let purged = after.stats.purged - during.stats.purged;
+    let uncommitted = during.stats.committed.current - after.stats.committed.current;
+    let returned = purged.max(uncommitted);
     print_figures(returned, &before, &during, &after);
     assert!(
         returned >= 64 << 20,
@@ -178,8 +184,9 @@ fn free_all_at_once(map: HeapMap<'_>, vec: HeapVec<'_, u64>, big: HeapVec<'_, u8
     // The collections borrow the heap, so it cannot be dropped while they are alive. Forgetting
     // them (instead of dropping them, which would free their memory block by block) shows that
     // destroying the heap frees everything in it at once.
-    if cfg!(feature = "guarded") {
-        // Guarded builds cannot destroy a heap (see `Heap`): the collections free their memory.
+    if cfg!(all(feature = "guarded", feature = "v2")) {
+        // mimalloc 2 cannot destroy a heap in guarded builds (see `Heap`): the collections
+        // free their memory.
         drop((map, vec, big));
     } else {
         std::mem::forget(map);
@@ -191,7 +198,7 @@ fn free_all_at_once(map: HeapMap<'_>, vec: HeapVec<'_, u64>, big: HeapVec<'_, u8
 /// Prints what went back to the OS and the committed and resident figures, for the CI log.
 fn print_figures(returned: i64, before: &Snapshot, during: &Snapshot, after: &Snapshot) {
     println!(
-        "purged (returned to the OS): {} MiB; committed {} -> {} -> {} MiB; resident {:?} -> {:?} -> {:?} MiB",
+        "returned to the OS (purged, or uncommitted if more): {} MiB; committed {} -> {} -> {} MiB; resident {:?} -> {:?} -> {:?} MiB",
         returned >> 20,
         before.stats.committed.current >> 20,
         during.stats.committed.current >> 20,
@@ -221,10 +228,10 @@ fn check_resident_set_shrank(during: &Snapshot, after: &Snapshot) {
 /// process. In a child process, so that no other test's memory moves the figures.
 #[test]
 fn child_destroy_frees_every_block() {
-    if cfg!(feature = "guarded") {
+    if cfg!(all(feature = "guarded", feature = "v2")) {
         return mimalloc_tests::skip(
             "child_destroy_frees_every_block",
-            "in `guarded` builds mimalloc turns mi_heap_destroy into mi_heap_delete (documented on Heap)",
+            "in `guarded` builds mimalloc 2 turns mi_heap_destroy into mi_heap_delete (documented on Heap)",
         );
     }
     if is_child() {

@@ -154,3 +154,39 @@ fn failed_realloc_leaves_the_block_intact() {
         }
     }
 }
+
+/// Small blocks with an alignment above their size sit in larger pages (mimalloc over-allocates
+/// for them), so `dealloc` must not free them as small-page blocks; and shrinking one into a
+/// layout that is freed that way (`Allocator::shrink` may lower the alignment) must move it.
+/// With the wrong free, `debug` builds of mimalloc 3 assert "free small should only be called
+/// on small pages" and release builds corrupt the page they take for the block's.
+#[test]
+fn over_aligned_small_blocks_are_freed_from_their_own_page() {
+    use allocator_api2::alloc::Allocator;
+    let heap = mimalloc::Heap::new();
+    let pattern = Pattern::new(7);
+    let heap_ref: &dyn Allocator = &&heap;
+    for allocator in [&MiMalloc as &dyn Allocator, heap_ref] {
+        for align in [2 << 10, 16 << 10, 64 << 10, 1 << 20] {
+            for (size, small) in [(8, 8), (100, 64), (1000, 600)] {
+                let old = Layout::from_size_align(size, align).unwrap();
+                let new = Layout::from_size_align(small, 8).unwrap();
+                // SAFETY: live blocks of `old`, freed once with it, or shrunk to `new` and
+                // freed once with that; only `new.size()` bytes of the result are read.
+                unsafe {
+                    let kept = allocator.allocate(old).unwrap().cast::<u8>();
+                    let p = allocator.allocate(old).unwrap().cast::<u8>();
+                    pattern.fill(p.as_ptr(), size);
+                    let q = allocator.shrink(p, old, new).unwrap().cast::<u8>();
+                    assert_eq!(q.as_ptr() as usize % 8, 0);
+                    pattern.assert_at(q.as_ptr(), small, "the shrunk block");
+                    allocator.deallocate(q, new);
+                    allocator.deallocate(kept, old);
+                }
+            }
+        }
+    }
+    // The allocator still serves and frees small blocks after the frees above.
+    let blocks: Vec<Box<[u8; 64]>> = (0..10_000).map(|i| Box::new([i as u8; 64])).collect();
+    assert!(blocks.iter().enumerate().all(|(i, b)| b[63] == i as u8));
+}

@@ -1,16 +1,17 @@
-//! Canaries for bugs of the vendored mimalloc, found while testing this workspace. Each test
+//! Canaries for bugs of the vendored mimalloc, found while testing this workspace. Each canary
 //! asserts the buggy behaviour, so that it *fails* when an update of `vendor/` fixes the bug:
-//! then remove the canary and the workaround or documentation it stands for.
+//! then it becomes a regression test, and the workaround or documentation it stood for goes.
 
 use core::alloc::Layout;
 use mimalloc::{Heap, MiMalloc};
 use mimalloc_tests::{is_child, run_child};
 use std::alloc::GlobalAlloc;
 
-/// mimalloc 3.3.2 crashes freeing a block of a deleted heap when the block's page came straight
+/// mimalloc 3.3.2 crashed freeing a block of a deleted heap when the block's page came straight
 /// from the OS rather than from an arena (null `theap->tld` in `_mi_page_free`, reached from
-/// `_mi_arenas_collect`). That only happens with arenas disabled. Documented on `Heap::delete`.
-/// (mimalloc 2 debug builds abort here for the reason of the canary below.)
+/// `_mi_arenas_collect`), which only happens with arenas disabled. 3.6.0 frees them, as
+/// mimalloc 2 always did: a regression test now. (mimalloc 2 debug builds abort here for the
+/// reason of the canary below.)
 #[cfg(not(all(feature = "v2", feature = "debug")))]
 #[test]
 fn child_freeing_blocks_of_a_deleted_heap_without_arenas() {
@@ -31,17 +32,10 @@ fn child_freeing_blocks_of_a_deleted_heap_without_arenas() {
         &[("MIMALLOC_ARENA_RESERVE", "0")],
     );
     let freed = String::from_utf8_lossy(&out.stdout).contains("FREED");
-    if cfg!(feature = "v2") {
-        assert!(
-            out.status.success() && freed,
-            "mimalloc 2 frees them: {out:?}"
-        );
-    } else {
-        assert!(
-            !out.status.success() && !freed,
-            "mimalloc 3 no longer crashes here: the bug is fixed, update Heap::delete's docs and remove this canary"
-        );
-    }
+    assert!(
+        out.status.success() && freed,
+        "the blocks were not freed: {out:?}"
+    );
 }
 
 /// mimalloc 2.3.2 debug builds: `mi_heap_delete` moves full pages to the default heap without
@@ -71,5 +65,59 @@ fn child_v2_debug_freeing_blocks_of_a_deleted_heap_from_full_pages() {
         !out.status.success() && stderr.contains("pages_full_size"),
         "mimalloc 2 debug builds no longer abort here: the bug is fixed, remove this canary, the \
          skip in heap.rs and the note on Heap::delete: {out:?}"
+    );
+}
+
+/// mimalloc 2.3.2 and 2.5.2 on Linux: `mi_reserve_os_memory_ex` as the first mimalloc call of a
+/// thread writes the random state of the thread's heap while that is still the read-only empty
+/// heap, and crashes (under Wine the call works). `Arena::reserve` initialises the thread
+/// first (`tests/tests/first_call.rs`).
+#[cfg(all(feature = "v2", target_os = "linux"))]
+#[test]
+fn child_v2_reserving_an_arena_as_the_first_call_crashes() {
+    const TEST: &str = "child_v2_reserving_an_arena_as_the_first_call_crashes";
+    if is_child() {
+        let mut id = core::mem::MaybeUninit::uninit();
+        // SAFETY: `id` is a valid place for the new arena's id.
+        let err = unsafe {
+            mimalloc_sys::mi_reserve_os_memory_ex(64 << 20, false, false, true, id.as_mut_ptr())
+        };
+        println!("RESERVED {err}");
+        return;
+    }
+    let out = run_child(TEST, &[]);
+    assert!(
+        !out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("RESERVED"),
+        "mimalloc 2 no longer crashes here: the bug is fixed, remove this canary and the \
+         mi_thread_init in Arena::reserve: {out:?}"
+    );
+}
+
+/// mimalloc 3.6.0 on 32-bit targets: a request above 2 GiB - 4 MiB is rounded up to a 2 GiB
+/// block, and building that block's free list faults (`mi_page_free_list_extend`) where null
+/// should come back; 3.3.2 served such requests. The safe crate refuses them
+/// (`route::beyond_largest`), so `MiMalloc` returns null; raw `mi_malloc` still crashes.
+#[cfg(all(target_pointer_width = "32", not(feature = "v2")))]
+#[test]
+fn child_32_bit_allocation_near_2_gib_crashes() {
+    const TEST: &str = "child_32_bit_allocation_near_2_gib_crashes";
+    let size = (1usize << 31) - (2 << 20);
+    if is_child() {
+        let layout = Layout::from_size_align(size, 1).unwrap();
+        // SAFETY: a non-zero size; MiMalloc refuses it, so nothing is freed.
+        assert!(unsafe { MiMalloc.alloc(layout) }.is_null());
+        println!("REFUSED");
+        // SAFETY: `mi_malloc` accepts any size; a block would be freed at once.
+        let p = unsafe { mimalloc_sys::mi_malloc(size) };
+        println!("RAW SURVIVED {}", p.is_null());
+        return;
+    }
+    let out = run_child(TEST, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("REFUSED"), "MiMalloc served it: {out:?}");
+    assert!(
+        !out.status.success() && !stdout.contains("RAW SURVIVED"),
+        "mi_malloc no longer crashes here: the bug is fixed, remove this canary and \
+         route::beyond_largest: {out:?}"
     );
 }

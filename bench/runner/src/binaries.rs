@@ -62,13 +62,37 @@ pub type Binaries = BTreeMap<&'static str, Built>;
 /// The target directory a binary is built in. Builds in one lane run one after another and
 /// share compiled dependencies; lanes run at the same time. jemalloc has a lane of its own
 /// because its C build (configure, then make) is long and mostly serial, and overlapping it
-/// with the others nearly halves a clean build on two cores.
+/// with the others nearly halves a clean build on two cores. The peers share a lane: their C
+/// builds are short, and their Rust dependencies (the workloads') are the same.
 fn lane(source: &Source) -> &'static str {
     match source {
         Source::Workspace { features } if features.contains("jemalloc") => "build-jemalloc",
         Source::Workspace { .. } => "build",
-        Source::Peer => "peer-build",
+        Source::Peer { .. } => "peer-build",
     }
+}
+
+/// Fails, naming the program and who needs it, when a build tool of `variants` cannot run.
+fn check_tools(variants: &[Variant]) -> Result<(), String> {
+    for v in variants {
+        let Source::Peer { dir, tools, .. } = &v.source else {
+            continue;
+        };
+        for tool in *tools {
+            let runs = Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !runs {
+                return Err(format!(
+                    "{tool} is not installed, and the {} driver ({dir}) needs it to build \
+                     (apt-get install {tool}, or leave it out with --allocators)",
+                    v.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Builds every binary `variants` need; `on_built` hears of each as it is done.
@@ -77,6 +101,7 @@ pub fn build_all(
     places: &Places,
     on_built: &(dyn Fn(&str, &Built) + Sync),
 ) -> Result<Binaries, String> {
+    check_tools(variants)?;
     let mut lanes: BTreeMap<&'static str, Vec<(&'static str, &Source)>> = BTreeMap::new();
     for v in variants {
         let lane = lanes.entry(lane(&v.source)).or_default();
@@ -144,10 +169,11 @@ fn driver_build(source: &Source, root: &Path) -> (Command, &'static str) {
             command.args(["-p", "bench-driver", "--features", features]);
             "bench-driver"
         }
-        Source::Peer => {
-            // The peer's lock file is committed: the measured peer is a known version.
-            command.args(["--locked", "--manifest-path", "bench/peer/Cargo.toml"]);
-            "bench-driver-peer"
+        Source::Peer { dir, exe, .. } => {
+            // A peer's lock file is committed: the measured peer is a known version.
+            let manifest = format!("{dir}/Cargo.toml");
+            command.args(["--locked", "--manifest-path", &manifest]);
+            exe
         }
     };
     (command, exe)

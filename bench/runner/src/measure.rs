@@ -1,5 +1,6 @@
-//! One measurement: one process running one workload, its run time (as the driver timed it)
-//! and its peak resident set size (as the kernel accounted it, from `wait4`'s rusage).
+//! One measurement: one process running one workload, its run time (as the driver timed it),
+//! its peak resident set size and its minor page faults (as the kernel accounted them, from
+//! `wait4`'s rusage).
 
 use crate::env;
 use crate::variants::Variant;
@@ -15,6 +16,10 @@ pub struct Sample {
     pub cpu_nanos: Option<u64>,
     /// `None` where the platform does not report it.
     pub peak_rss_kib: Option<u64>,
+    /// Minor page faults of the whole process (start-up and preparation included, as for the
+    /// peak RSS): pages the kernel had to map, which purging and huge pages change the most.
+    /// `None` where the platform does not report them.
+    pub minor_faults: Option<u64>,
 }
 
 /// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
@@ -47,7 +52,14 @@ struct Finished {
     success: bool,
     stdout: String,
     stderr: String,
+    usage: Usage,
+}
+
+/// What the kernel accounted for a finished process.
+#[derive(Clone, Copy, Debug, Default)]
+struct Usage {
     peak_rss_kib: Option<u64>,
+    minor_faults: Option<u64>,
 }
 
 fn run_to_end(mut command: Command, binary: &Path) -> Result<Finished, String> {
@@ -70,12 +82,12 @@ fn run_to_end(mut command: Command, binary: &Path) -> Result<Finished, String> {
         .expect("piped")
         .read_to_string(&mut stderr)
         .ok();
-    let (success, peak_rss_kib) = wait(child)?;
+    let (success, usage) = wait(child)?;
     Ok(Finished {
         success,
         stdout,
         stderr,
-        peak_rss_kib,
+        usage,
     })
 }
 
@@ -99,13 +111,15 @@ fn sample(finished: &Finished, what: &str) -> Result<Sample, String> {
     Ok(Sample {
         nanos,
         cpu_nanos: field("cpu_nanos"),
-        peak_rss_kib: finished.peak_rss_kib,
+        peak_rss_kib: finished.usage.peak_rss_kib,
+        minor_faults: finished.usage.minor_faults,
     })
 }
 
-/// Waits for the child; returns whether it exited with status 0, and its peak RSS in KiB.
+/// Waits for the child; returns whether it exited with status 0, and its peak RSS (in KiB)
+/// and minor faults.
 #[cfg(unix)]
-fn wait(child: std::process::Child) -> Result<(bool, Option<u64>), String> {
+fn wait(child: std::process::Child) -> Result<(bool, Usage), String> {
     let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
     // SAFETY: `rusage` is a C struct of integers, for which all-zero bytes are a valid value.
@@ -124,11 +138,15 @@ fn wait(child: std::process::Child) -> Result<(bool, Option<u64>), String> {
     } else {
         max
     };
-    Ok((success, Some(kib)))
+    let usage = Usage {
+        peak_rss_kib: Some(kib),
+        minor_faults: Some(usage.ru_minflt.max(0) as u64),
+    };
+    Ok((success, usage))
 }
 
 #[cfg(not(unix))]
-fn wait(mut child: std::process::Child) -> Result<(bool, Option<u64>), String> {
+fn wait(mut child: std::process::Child) -> Result<(bool, Usage), String> {
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
-    Ok((status.success(), None))
+    Ok((status.success(), Usage::default()))
 }

@@ -67,6 +67,15 @@ impl Samples {
         median(rss.map(|k| k as f64 / 1024.0).collect())
     }
 
+    /// Median minor page faults.
+    pub fn median_minor_faults(&self, w: usize, v: usize) -> Option<f64> {
+        let faults = self.grid[w][v]
+            .iter()
+            .flatten()
+            .filter_map(|s| s.minor_faults);
+        median(faults.map(|n| n as f64).collect())
+    }
+
     fn paired(
         &self,
         w: usize,
@@ -129,6 +138,7 @@ mod tests {
                 nanos,
                 cpu_nanos: Some(nanos * 2),
                 peak_rss_kib: Some(kib),
+                minor_faults: Some(kib / 4),
             })
         };
         // The machine slows down over the rounds; the paired ratio stays 0.5 throughout,
@@ -143,6 +153,7 @@ mod tests {
         assert_eq!(s.median_cpu_seconds(0, 0), Some(400e-9));
         assert_eq!(s.median_seconds(0, 0), Some(200e-9));
         assert_eq!(s.spread(0, 0), Some(1.5));
+        assert_eq!(s.median_minor_faults(0, 1), Some(750.0));
         // A failed run leaves its round out of the pairs.
         s.grid[0][1][2] = None;
         assert_eq!(s.time_ratio(0, 1, 0), Some(0.5));

@@ -5,9 +5,16 @@
 pub enum Source {
     /// `bench/driver` in this workspace, with these cargo features.
     Workspace { features: &'static str },
-    /// `bench/peer`, its own workspace: the registry's `mimalloc` crate cannot share a
-    /// dependency graph with ours (`links = "mimalloc"`).
-    Peer,
+    /// A registry mimalloc crate in a workspace of its own under `bench/` (`dir`), built into
+    /// the executable `exe`: two mimallocs cannot share one program, and the registry's
+    /// `mimalloc` crate cannot even share a dependency graph with ours (`links = "mimalloc"`).
+    Peer {
+        dir: &'static str,
+        exe: &'static str,
+        /// Programs its build runs besides cargo and a C compiler, checked before building so
+        /// that a missing one is named rather than buried in a build log.
+        tools: &'static [&'static str],
+    },
 }
 
 /// One column of the comparison: a driver binary, run with some environment.
@@ -29,13 +36,16 @@ impl Variant {
     pub fn is_ours(&self) -> bool {
         match self.source {
             Source::Workspace { features } => features.split(',').any(|f| f == "ours"),
-            Source::Peer => false,
+            Source::Peer { .. } => false,
         }
     }
 }
 
-/// The allocator every ratio is also given against, besides the system one.
+/// The allocator every ratio is also given against, besides the system one: the registry's
+/// `mimalloc` crate, the usual way of getting mimalloc into Rust.
 pub const PEER: &str = "peer";
+/// The second peer, shown beside the first: the one published crate on mimalloc 3.6.
+pub const PEER_SAFE: &str = "peer-safe";
 pub const SYSTEM: &str = "system";
 
 /// The built-in variants, in report order.
@@ -57,29 +67,52 @@ pub fn built_in() -> Vec<Variant> {
             "ours,secure",
             "this workspace's mimalloc, `secure`",
         ),
-        // Transparent huge pages are off by default in our build (chosen from this benchmark);
-        // this column shows what turning them back on does.
+        // Transparent huge pages are on by default in our build on Linux (chosen from this
+        // benchmark); this column shows what turning them off does.
         Variant {
-            name: "ours-thp".to_owned(),
+            name: "ours-no-thp".to_owned(),
             binary: "ours",
             source: Source::Workspace { features: "ours" },
-            env: vec![("MIMALLOC_ALLOW_THP".to_owned(), "1".to_owned())],
+            env: vec![("MIMALLOC_ALLOW_THP".to_owned(), "0".to_owned())],
             about:
-                "this workspace's mimalloc with transparent huge pages on (MIMALLOC_ALLOW_THP=1)"
+                "this workspace's mimalloc with transparent huge pages off (MIMALLOC_ALLOW_THP=0)"
                     .to_owned(),
         },
     ];
     if cfg!(not(windows)) {
         all.push(workspace("jemalloc", "jemalloc", "tikv-jemallocator"));
     }
-    all.push(Variant {
-        name: PEER.to_owned(),
-        binary: PEER,
-        source: Source::Peer,
-        env: Vec::new(),
-        about: "the registry's `mimalloc` crate (latest), default features".to_owned(),
-    });
+    all.push(peer(
+        PEER,
+        Source::Peer {
+            dir: "bench/peer",
+            exe: "bench-driver-peer",
+            tools: &[],
+        },
+        "the registry's `mimalloc` 0.1.52 (mimalloc 3.3.2), default features: the peer of the \
+         *vs peer* ratios",
+    ));
+    all.push(peer(
+        PEER_SAFE,
+        Source::Peer {
+            dir: "bench/peer-safe",
+            exe: "bench-driver-peer-safe",
+            // Its `libmimalloc-sys2` builds mimalloc with cmake.
+            tools: &["cmake"],
+        },
+        "the registry's `mimalloc-safe` 0.1.69 (mimalloc 3.6.0, v3 feature)",
+    ));
     all
+}
+
+fn peer(name: &'static str, source: Source, about: &str) -> Variant {
+    Variant {
+        name: name.to_owned(),
+        binary: name,
+        source,
+        env: Vec::new(),
+        about: about.to_owned(),
+    }
 }
 
 fn workspace(name: &'static str, features: &'static str, about: &str) -> Variant {
@@ -150,8 +183,9 @@ mod tests {
             .filter(|v| v.is_ours())
             .map(|v| v.name)
             .collect();
-        assert_eq!(ours, ["ours", "ours-v2", "ours-secure", "ours-thp"]);
+        assert_eq!(ours, ["ours", "ours-v2", "ours-secure", "ours-no-thp"]);
         assert!(parse_extra("x=ours-v2:A=1").unwrap().is_ours());
         assert!(!parse_extra("x=peer:A=1").unwrap().is_ours());
+        assert!(!parse_extra("x=peer-safe:A=1").unwrap().is_ours());
     }
 }

@@ -9,14 +9,15 @@
 use std::path::Path;
 use std::process::Command;
 
-const ALLOCATORS: [&str; 7] = [
+const ALLOCATORS: [&str; 8] = [
     "system",
     "ours",
     "ours-v2",
     "ours-secure",
-    "ours-thp",
+    "ours-no-thp",
     "jemalloc",
     "peer",
+    "peer-safe",
 ];
 
 #[test]
@@ -44,18 +45,20 @@ fn quick_run_passes_every_result_check_on_every_allocator() {
     );
     // A sample is recorded only for a run whose checksum matched its expected value.
     let csv = std::fs::read_to_string(out.join("samples.csv")).expect("samples.csv");
+    let columns: Vec<&str> = csv.lines().next().expect("a header").split(',').collect();
+    let column = |name: &str| columns.iter().position(|c| *c == name).expect(name);
+    let (rss, faults) = (column("peak_rss_kib"), column("minor_faults"));
     for workload in &workloads {
         for allocator in ALLOCATORS {
             let prefix = format!("0,{workload},{allocator},");
             let line = csv.lines().find(|l| l.starts_with(&prefix));
             let line = line.unwrap_or_else(|| panic!("no sample for {workload} on {allocator}"));
-            let rss: u64 = line
-                .rsplit(',')
-                .next()
-                .unwrap()
-                .parse()
-                .expect("a peak RSS");
-            assert!(rss > 0, "{line}");
+            let cells: Vec<&str> = line.split(',').collect();
+            // Every process maps some pages: zero or a missing number is a broken reading.
+            for c in [rss, faults] {
+                let value: u64 = cells[c].parse().expect("a number");
+                assert!(value > 0, "{}: {line}", columns[c]);
+            }
         }
     }
     let markdown = std::fs::read_to_string(out.join("results.md")).expect("results.md");

@@ -17,6 +17,7 @@ mod cross_thread;
 mod growth;
 mod indexing;
 mod large_aligned;
+mod large_touch;
 mod policy_eval;
 mod producer_loop;
 mod replay;
@@ -82,6 +83,7 @@ pub const ALL: &[Workload] = &[
     server_churn::WORKLOAD,
     growth::WORKLOAD,
     large_aligned::WORKLOAD,
+    large_touch::WORKLOAD,
 ];
 
 /// The workload called `name`.

@@ -140,7 +140,7 @@ pub struct mi_stats_s {
     /// pages allocated per size bin
     pub page_bins: [mi_stat_count_t; 74usize],
 }
-pub const MI_MALLOC_VERSION: u32 = 20302;
+pub const MI_MALLOC_VERSION: u32 = 20502;
 pub const MI_SMALL_WSIZE_MAX: u32 = 128;
 pub const MI_STAT_VERSION: u32 = 4;
 pub const MI_BIN_HUGE: u32 = 73;
@@ -1014,9 +1014,7 @@ extern "C" {
  -------------------------------------------------------------------------------------------------------*/
     pub fn mi_cfree(p: *mut libc::c_void);
     pub fn mi__expand(p: *mut libc::c_void, newsize: usize) -> *mut libc::c_void;
-    pub fn mi_malloc_size(p: *const libc::c_void) -> usize;
     pub fn mi_malloc_good_size(size: usize) -> usize;
-    pub fn mi_malloc_usable_size(p: *const libc::c_void) -> usize;
     pub fn mi_posix_memalign(
         p: *mut *mut libc::c_void,
         alignment: usize,
@@ -1057,6 +1055,7 @@ extern "C" {
         size: *mut usize,
         name: *const libc::c_char,
     ) -> libc::c_int;
+    /// wide characters
     pub fn mi_wdupenv_s(
         buf: *mut *mut wchar_t,
         size: *mut usize,

@@ -57,6 +57,46 @@ pub type mi_stat_counter_t = mi_stat_counter_s;
 /// Size bins for chunks
 pub type mi_chunkbin_e = libc::c_uint;
 pub type mi_stats_t = mi_stats_s;
+/// User defined profiler; see `test_profile.c` for an example.
+pub type mi_profiler_t = mi_profiler_s;
+/// Profiler data is stored together with each sampled allocation (unless the `on_free` field in the profiler is NULL.)
+pub type mi_profiler_sample_data_t = mi_profiler_sample_data_s;
+/** Profiling callback invoked on each sampled allocation.
+ If `profiler_data!=NULL` (i.e. when `on_free` is not NULL), then `profiler_data->requested_size == requested_size`.*/
+pub type mi_profiler_on_alloc_fun = ::core::option::Option<
+    unsafe extern "C" fn(
+        profiler: *mut mi_profiler_t,
+        profiler_data: *mut mi_profiler_sample_data_t,
+        ptr: *mut libc::c_void,
+        requested_size: usize,
+        bytes_sample_rate: usize,
+        bytes_since_last_sample: u64,
+        heap: *mut mi_heap_t,
+    ) -> usize,
+>;
+/// Profiling callback invoked on each sampled in-place re-allocation.
+pub type mi_profiler_on_realloc_inplace_fun = ::core::option::Option<
+    unsafe extern "C" fn(
+        profiler: *mut mi_profiler_t,
+        profiler_data: *mut mi_profiler_sample_data_t,
+        ptr: *mut libc::c_void,
+        old_size: usize,
+        heap: *mut mi_heap_t,
+    ) -> usize,
+>;
+/// Profiling callback invoked on a previously sampled allocation.
+pub type mi_profiler_on_free_fun = ::core::option::Option<
+    unsafe extern "C" fn(
+        profiler: *mut mi_profiler_t,
+        profiler_data: *mut mi_profiler_sample_data_t,
+        ptr: *mut libc::c_void,
+        heap: *mut mi_heap_t,
+    ),
+>;
+/// Profiling callback invoked on mi_profiler_snapshot()
+pub type mi_profiler_on_snapshot_fun = ::core::option::Option<
+    unsafe extern "C" fn(profiler: *mut mi_profiler_t),
+>;
 /** -------------------------------------------------------------------------------------
  Heaps: first-class. Can allocate from any thread (and be free'd from any thread)
  Heaps keep allocations in separate pages from each other (but share the arena's and free'd pages)
@@ -143,16 +183,16 @@ pub struct mi_stats_s {
     pub page_committed: mi_stat_count_t,
     pub pages_abandoned: mi_stat_count_t,
     pub threads: mi_stat_count_t,
-    pub malloc_normal: mi_stat_count_t,
-    pub malloc_huge: mi_stat_count_t,
-    pub malloc_requested: mi_stat_count_t,
+    pub allocated: mi_stat_count_t,
+    pub malloc_count: mi_stat_counter_t,
+    pub free_count: mi_stat_counter_t,
+    pub freed: mi_stat_counter_t,
+    pub malloc_requested: mi_stat_counter_t,
     pub mmap_calls: mi_stat_counter_t,
     pub commit_calls: mi_stat_counter_t,
     pub reset_calls: mi_stat_counter_t,
     pub purge_calls: mi_stat_counter_t,
     pub arena_count: mi_stat_counter_t,
-    pub malloc_normal_count: mi_stat_counter_t,
-    pub malloc_huge_count: mi_stat_counter_t,
     pub malloc_guarded_count: mi_stat_counter_t,
     pub arena_rollback_count: mi_stat_counter_t,
     pub arena_purges: mi_stat_counter_t,
@@ -166,11 +206,21 @@ pub struct mi_stats_s {
     pub _segments_reserved: mi_stat_count_t,
     pub heaps: mi_stat_count_t,
     pub theaps: mi_stat_count_t,
+    pub pages_os_abandoned: mi_stat_count_t,
+    pub pages_os_allocated: mi_stat_count_t,
     pub pages_reclaim_on_alloc: mi_stat_counter_t,
     pub pages_reclaim_on_free: mi_stat_counter_t,
     pub pages_reabandon_full: mi_stat_counter_t,
     pub pages_unabandon_busy_wait: mi_stat_counter_t,
+    pub pages_unown_cas_retry: mi_stat_counter_t,
     pub heaps_delete_wait: mi_stat_counter_t,
+    pub pages_stat_updates: mi_stat_counter_t,
+    pub pages_stat_update_count: mi_stat_counter_t,
+    pub profile_samples: mi_stat_counter_t,
+    pub malloc_normal: mi_stat_count_t,
+    pub malloc_huge: mi_stat_count_t,
+    pub malloc_normal_count: mi_stat_counter_t,
+    pub malloc_huge_count: mi_stat_counter_t,
     /// future extension
     pub _stat_reserved: [mi_stat_count_t; 4usize],
     pub _stat_counter_reserved: [mi_stat_counter_t; 4usize],
@@ -181,10 +231,40 @@ pub struct mi_stats_s {
     /// chunks per page sizes
     pub chunk_bins: [mi_stat_count_t; 6usize],
 }
-pub const MI_MALLOC_VERSION: u32 = 30302;
+/// Profiler data is stored together with each sampled allocation (unless the `on_free` field in the profiler is NULL.)
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mi_profiler_sample_data_s {
+    /// size of the user_data (should be the `mi_profiler_t.sample_data_size`)
+    pub user_data_size: usize,
+    /// default, but can be less or more (up to 1KiB), depending on `sample_data_size`
+    pub user_data: [*mut libc::c_void; 1usize],
+}
+/** A profiler
+ All fields are considered immutable such that they can be copied and accessed concurrently. All fields can be NULL/0.*/
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mi_profiler_s {
+    /// opaque; reserved by mimalloc
+    pub reserved: *mut libc::c_void,
+    /// size of required profiler data for each sampled allocation (or zero for no data)
+    pub sample_data_size: usize,
+    /// initial sample rate in bytes (set to at least 1 or higher) (can be adjusted by `on_alloc`)
+    pub initial_sample_rate: usize,
+    /// called on a sampled allocation (may be called concurrently)
+    pub on_alloc: mi_profiler_on_alloc_fun,
+    /// called on when previous sampled allocation is freed (may be called concurrently)
+    pub on_free: mi_profiler_on_free_fun,
+    /// (as yet unused) called on in-place reallocation of a previous sampled allocation (may be called concurrently)
+    pub on_realloc_inplace: mi_profiler_on_realloc_inplace_fun,
+    /// called on mi_profiler_snapshot() (only one thread at a time)
+    pub on_snapshot: mi_profiler_on_snapshot_fun,
+}
+pub const MI_MALLOC_VERSION: u32 = 30600;
 pub const MI_SMALL_WSIZE_MAX: u32 = 128;
-pub const MI_STAT_VERSION: u32 = 5;
+pub const MI_STAT_VERSION: u32 = 6;
 pub const MI_BIN_HUGE: u32 = 73;
+pub const MI_PROFILE_SAMPLE_DATA_MAX_SIZE: u32 = 1024;
 /// print error messages
 pub const mi_option_show_errors: mi_option_e = 0;
 /// print statistics on termination
@@ -236,20 +316,20 @@ pub const mi_option_disallow_arena_alloc: mi_option_e = 26;
 /// retry on out-of-memory for N milli seconds (=400), set to 0 to disable retries. (only on windows)
 pub const mi_option_retry_on_oom: mi_option_e = 27;
 /// allow visiting theap blocks from abandoned threads (=0)
-pub const mi_option_visit_abandoned: mi_option_e = 28;
+pub const mi_option_deprecated_visit_abandoned: mi_option_e = 28;
 /// only used when building with MI_GUARDED: minimal rounded object size for guarded objects (=0)
 pub const mi_option_guarded_min: mi_option_e = 29;
 /// only used when building with MI_GUARDED: maximal rounded object size for guarded objects (=0)
 pub const mi_option_guarded_max: mi_option_e = 30;
 /// disregard minimal alignment requirement to always place guarded blocks exactly in front of a guard page (=0)
-pub const mi_option_guarded_precise: mi_option_e = 31;
-/// 1 out of N allocations in the min/max range will be guarded (=1000)
+pub const mi_option_unsafe_guarded_precise: mi_option_e = 31;
+/// guard an object in the min/max range about every N requested bytes (=0)
 pub const mi_option_guarded_sample_rate: mi_option_e = 32;
 /// can be set to allow for a (more) deterministic re-execution when a guard page is triggered (=0)
 pub const mi_option_guarded_sample_seed: mi_option_e = 33;
 /// collect theaps every N (=10000) generic allocation calls
 pub const mi_option_generic_collect: mi_option_e = 34;
-/// reclaim abandoned pages on a free (=0). -1 disallowr always, 0 allows if the page originated from the current theap, 1 allow always
+/// heap-creation default for reclaim on free: -1 disallow, 0 originating theap only, 1 allow across theaps
 pub const mi_option_page_reclaim_on_free: mi_option_e = 35;
 /// retain N full (small) pages per size class (=2)
 pub const mi_option_page_full_retain: mi_option_e = 36;
@@ -263,17 +343,31 @@ pub const mi_option_pagemap_commit: mi_option_e = 39;
 pub const mi_option_page_commit_on_demand: mi_option_e = 40;
 /// don't reclaim pages of the same originating theap if we already own N pages (in that size class) (=-1 (unlimited))
 pub const mi_option_page_max_reclaim: mi_option_e = 41;
-/// don't reclaim pages across threads if we already own N pages (in that size class) (=16)
+/// don't reclaim pages across threads if we already own N pages (in that size class) (=32)
 pub const mi_option_page_cross_thread_max_reclaim: mi_option_e = 42;
 /// allow transparent huge pages? (=1) (on Android =0 by default). Set to 0 to disable THP for the process.
 pub const mi_option_allow_thp: mi_option_e = 43;
 /// set minimal purge size (in KiB) (=0). By default set to either 64 or 2048 if THP is enabled.
-pub const mi_option_minimal_purge_size: mi_option_e = 44;
+pub const mi_option_arena_purge_min_size: mi_option_e = 44;
 /// set maximal object size that can be allocated in an arena (in KiB) (=2GiB on 64-bit).
 pub const mi_option_arena_max_object_size: mi_option_e = 45;
-/// experimental
+/// experimental: associate local numa node with an initial arena allocation
 pub const mi_option_arena_is_numa_local: mi_option_e = 46;
-pub const _mi_option_last: mi_option_e = 47;
+/// on each theap collection, the theap stats are merged automatically with the parent heap
+pub const mi_option_stats_merge_on_collect: mi_option_e = 47;
+/// number of allocated bytes between automatic snapshots of the heap profiler (=1GiB)
+pub const mi_option_profile_alloc_interval: mi_option_e = 48;
+/// number of in-use bytes grown between automatic snapshots of the heap profiler (=0, disabled)
+pub const mi_option_profile_inuse_interval: mi_option_e = 49;
+/// number of seconds between automatic snapshots of the  heap profiler (=0, disabled)
+pub const mi_option_profile_time_interval: mi_option_e = 50;
+/// sample rate (in bytes) for heap profiler (=512 KiB)
+pub const mi_option_profile_sample_rate: mi_option_e = 51;
+/// on a page stats update, merge theap stats into the parent heap if N bytes were freed/allocated; 0 disables (=512 KiB)
+pub const mi_option_stats_merge_threshold: mi_option_e = 52;
+/// ranges above this size are purged immediately
+pub const mi_option_arena_purge_immediate_size: mi_option_e = 53;
+pub const _mi_option_last: mi_option_e = 54;
 /// legacy option names
 pub const mi_option_large_os_pages: mi_option_e = 6;
 /// legacy option names
@@ -284,6 +378,8 @@ pub const mi_option_reset_decommits: mi_option_e = 5;
 pub const mi_option_reset_delay: mi_option_e = 15;
 /// legacy option names
 pub const mi_option_limit_os_alloc: mi_option_e = 17;
+/// legacy option names
+pub const mi_option_minimal_purge_size: mi_option_e = 44;
 /// slice_count == 1
 pub const MI_CBIN_SMALL: mi_chunkbin_e = 0;
 /// slice_count: any other from the other bins, and 1 <= slice_count <= MI_BCHUNK_BITS
@@ -426,7 +522,7 @@ fn bindgen_test_layout_mi_stat_counter_s() {
 fn bindgen_test_layout_mi_stats_s() {
     const UNINIT: ::core::mem::MaybeUninit<mi_stats_s> = ::core::mem::MaybeUninit::uninit();
     let ptr = UNINIT.as_ptr();
-    assert_eq!(::core::mem::size_of::<mi_stats_s>(), 4368usize, "Size of mi_stats_s");
+    assert_eq!(::core::mem::size_of::<mi_stats_s>(), 4480usize, "Size of mi_stats_s");
     assert_eq!(::core::mem::align_of::<mi_stats_s>(), 8usize, "Alignment of mi_stats_s");
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).size) as usize - ptr as usize },
@@ -479,14 +575,24 @@ fn bindgen_test_layout_mi_stats_s() {
         "Offset of field: mi_stats_s::threads",
     );
     assert_eq!(
-        unsafe { ::core::ptr::addr_of!((*ptr).malloc_normal) as usize - ptr as usize },
+        unsafe { ::core::ptr::addr_of!((*ptr).allocated) as usize - ptr as usize },
         176usize,
-        "Offset of field: mi_stats_s::malloc_normal",
+        "Offset of field: mi_stats_s::allocated",
     );
     assert_eq!(
-        unsafe { ::core::ptr::addr_of!((*ptr).malloc_huge) as usize - ptr as usize },
+        unsafe { ::core::ptr::addr_of!((*ptr).malloc_count) as usize - ptr as usize },
         200usize,
-        "Offset of field: mi_stats_s::malloc_huge",
+        "Offset of field: mi_stats_s::malloc_count",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).free_count) as usize - ptr as usize },
+        208usize,
+        "Offset of field: mi_stats_s::free_count",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).freed) as usize - ptr as usize },
+        216usize,
+        "Offset of field: mi_stats_s::freed",
     );
     assert_eq!(
         unsafe {
@@ -497,137 +603,137 @@ fn bindgen_test_layout_mi_stats_s() {
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).mmap_calls) as usize - ptr as usize },
-        248usize,
+        232usize,
         "Offset of field: mi_stats_s::mmap_calls",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).commit_calls) as usize - ptr as usize },
-        256usize,
+        240usize,
         "Offset of field: mi_stats_s::commit_calls",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).reset_calls) as usize - ptr as usize },
-        264usize,
+        248usize,
         "Offset of field: mi_stats_s::reset_calls",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).purge_calls) as usize - ptr as usize },
-        272usize,
+        256usize,
         "Offset of field: mi_stats_s::purge_calls",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).arena_count) as usize - ptr as usize },
-        280usize,
+        264usize,
         "Offset of field: mi_stats_s::arena_count",
-    );
-    assert_eq!(
-        unsafe {
-            ::core::ptr::addr_of!((*ptr).malloc_normal_count) as usize - ptr as usize
-        },
-        288usize,
-        "Offset of field: mi_stats_s::malloc_normal_count",
-    );
-    assert_eq!(
-        unsafe {
-            ::core::ptr::addr_of!((*ptr).malloc_huge_count) as usize - ptr as usize
-        },
-        296usize,
-        "Offset of field: mi_stats_s::malloc_huge_count",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).malloc_guarded_count) as usize - ptr as usize
         },
-        304usize,
+        272usize,
         "Offset of field: mi_stats_s::malloc_guarded_count",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).arena_rollback_count) as usize - ptr as usize
         },
-        312usize,
+        280usize,
         "Offset of field: mi_stats_s::arena_rollback_count",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).arena_purges) as usize - ptr as usize },
-        320usize,
+        288usize,
         "Offset of field: mi_stats_s::arena_purges",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).pages_extended) as usize - ptr as usize },
-        328usize,
+        296usize,
         "Offset of field: mi_stats_s::pages_extended",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).pages_retire) as usize - ptr as usize },
-        336usize,
+        304usize,
         "Offset of field: mi_stats_s::pages_retire",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).page_searches) as usize - ptr as usize },
-        344usize,
+        312usize,
         "Offset of field: mi_stats_s::page_searches",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).page_searches_count) as usize - ptr as usize
         },
-        352usize,
+        320usize,
         "Offset of field: mi_stats_s::page_searches_count",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).segments) as usize - ptr as usize },
-        360usize,
+        328usize,
         "Offset of field: mi_stats_s::segments",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).segments_abandoned) as usize - ptr as usize
         },
-        384usize,
+        352usize,
         "Offset of field: mi_stats_s::segments_abandoned",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).segments_cache) as usize - ptr as usize },
-        408usize,
+        376usize,
         "Offset of field: mi_stats_s::segments_cache",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr)._segments_reserved) as usize - ptr as usize
         },
-        432usize,
+        400usize,
         "Offset of field: mi_stats_s::_segments_reserved",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).heaps) as usize - ptr as usize },
-        456usize,
+        424usize,
         "Offset of field: mi_stats_s::heaps",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).theaps) as usize - ptr as usize },
-        480usize,
+        448usize,
         "Offset of field: mi_stats_s::theaps",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).pages_os_abandoned) as usize - ptr as usize
+        },
+        472usize,
+        "Offset of field: mi_stats_s::pages_os_abandoned",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).pages_os_allocated) as usize - ptr as usize
+        },
+        496usize,
+        "Offset of field: mi_stats_s::pages_os_allocated",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).pages_reclaim_on_alloc) as usize - ptr as usize
         },
-        504usize,
+        520usize,
         "Offset of field: mi_stats_s::pages_reclaim_on_alloc",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).pages_reclaim_on_free) as usize - ptr as usize
         },
-        512usize,
+        528usize,
         "Offset of field: mi_stats_s::pages_reclaim_on_free",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).pages_reabandon_full) as usize - ptr as usize
         },
-        520usize,
+        536usize,
         "Offset of field: mi_stats_s::pages_reabandon_full",
     );
     assert_eq!(
@@ -635,42 +741,175 @@ fn bindgen_test_layout_mi_stats_s() {
             ::core::ptr::addr_of!((*ptr).pages_unabandon_busy_wait) as usize
                 - ptr as usize
         },
-        528usize,
+        544usize,
         "Offset of field: mi_stats_s::pages_unabandon_busy_wait",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).pages_unown_cas_retry) as usize - ptr as usize
+        },
+        552usize,
+        "Offset of field: mi_stats_s::pages_unown_cas_retry",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr).heaps_delete_wait) as usize - ptr as usize
         },
-        536usize,
+        560usize,
         "Offset of field: mi_stats_s::heaps_delete_wait",
     );
     assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).pages_stat_updates) as usize - ptr as usize
+        },
+        568usize,
+        "Offset of field: mi_stats_s::pages_stat_updates",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).pages_stat_update_count) as usize - ptr as usize
+        },
+        576usize,
+        "Offset of field: mi_stats_s::pages_stat_update_count",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).profile_samples) as usize - ptr as usize },
+        584usize,
+        "Offset of field: mi_stats_s::profile_samples",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).malloc_normal) as usize - ptr as usize },
+        592usize,
+        "Offset of field: mi_stats_s::malloc_normal",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).malloc_huge) as usize - ptr as usize },
+        616usize,
+        "Offset of field: mi_stats_s::malloc_huge",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).malloc_normal_count) as usize - ptr as usize
+        },
+        640usize,
+        "Offset of field: mi_stats_s::malloc_normal_count",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).malloc_huge_count) as usize - ptr as usize
+        },
+        648usize,
+        "Offset of field: mi_stats_s::malloc_huge_count",
+    );
+    assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr)._stat_reserved) as usize - ptr as usize },
-        544usize,
+        656usize,
         "Offset of field: mi_stats_s::_stat_reserved",
     );
     assert_eq!(
         unsafe {
             ::core::ptr::addr_of!((*ptr)._stat_counter_reserved) as usize - ptr as usize
         },
-        640usize,
+        752usize,
         "Offset of field: mi_stats_s::_stat_counter_reserved",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).malloc_bins) as usize - ptr as usize },
-        672usize,
+        784usize,
         "Offset of field: mi_stats_s::malloc_bins",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).page_bins) as usize - ptr as usize },
-        2448usize,
+        2560usize,
         "Offset of field: mi_stats_s::page_bins",
     );
     assert_eq!(
         unsafe { ::core::ptr::addr_of!((*ptr).chunk_bins) as usize - ptr as usize },
-        4224usize,
+        4336usize,
         "Offset of field: mi_stats_s::chunk_bins",
+    );
+}
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn bindgen_test_layout_mi_profiler_sample_data_s() {
+    const UNINIT: ::core::mem::MaybeUninit<mi_profiler_sample_data_s> = ::core::mem::MaybeUninit::uninit();
+    let ptr = UNINIT.as_ptr();
+    assert_eq!(
+        ::core::mem::size_of::<mi_profiler_sample_data_s>(),
+        16usize,
+        "Size of mi_profiler_sample_data_s",
+    );
+    assert_eq!(
+        ::core::mem::align_of::<mi_profiler_sample_data_s>(),
+        8usize,
+        "Alignment of mi_profiler_sample_data_s",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).user_data_size) as usize - ptr as usize },
+        0usize,
+        "Offset of field: mi_profiler_sample_data_s::user_data_size",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).user_data) as usize - ptr as usize },
+        8usize,
+        "Offset of field: mi_profiler_sample_data_s::user_data",
+    );
+}
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn bindgen_test_layout_mi_profiler_s() {
+    const UNINIT: ::core::mem::MaybeUninit<mi_profiler_s> = ::core::mem::MaybeUninit::uninit();
+    let ptr = UNINIT.as_ptr();
+    assert_eq!(
+        ::core::mem::size_of::<mi_profiler_s>(),
+        56usize,
+        "Size of mi_profiler_s",
+    );
+    assert_eq!(
+        ::core::mem::align_of::<mi_profiler_s>(),
+        8usize,
+        "Alignment of mi_profiler_s",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize },
+        0usize,
+        "Offset of field: mi_profiler_s::reserved",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).sample_data_size) as usize - ptr as usize
+        },
+        8usize,
+        "Offset of field: mi_profiler_s::sample_data_size",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).initial_sample_rate) as usize - ptr as usize
+        },
+        16usize,
+        "Offset of field: mi_profiler_s::initial_sample_rate",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).on_alloc) as usize - ptr as usize },
+        24usize,
+        "Offset of field: mi_profiler_s::on_alloc",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).on_free) as usize - ptr as usize },
+        32usize,
+        "Offset of field: mi_profiler_s::on_free",
+    );
+    assert_eq!(
+        unsafe {
+            ::core::ptr::addr_of!((*ptr).on_realloc_inplace) as usize - ptr as usize
+        },
+        40usize,
+        "Offset of field: mi_profiler_s::on_realloc_inplace",
+    );
+    assert_eq!(
+        unsafe { ::core::ptr::addr_of!((*ptr).on_snapshot) as usize - ptr as usize },
+        48usize,
+        "Offset of field: mi_profiler_s::on_snapshot",
     );
 }
 impl Default for mi_heap_area_s {
@@ -692,6 +931,24 @@ impl Default for mi_subproc_id_t {
     }
 }
 impl Default for mi_stats_s {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for mi_profiler_sample_data_s {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for mi_profiler_s {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -733,9 +990,15 @@ extern "C" {
     pub fn mi_reallocf(p: *mut libc::c_void, newsize: usize) -> *mut libc::c_void;
     pub fn mi_usable_size(p: *const libc::c_void) -> usize;
     pub fn mi_good_size(size: usize) -> usize;
+    /// `mi_free_size` can be more efficient (as it calls mi_free_small internally).
+    pub fn mi_free_size(p: *mut libc::c_void, size: usize);
     /** `mi_free_small` is for special applications like language runtimes.
- it should only be used to free objects from `mi_(heap_)(m|z)alloc_small` and is potentially a tiny bit faster than `mi_free`*/
+ it should only be used to free objects from `mi_*alloc_small` and is potentially a tiny bit faster than `mi_free`*/
     pub fn mi_free_small(p: *mut libc::c_void);
+    /// As `mi_free_small` but `p` should not be a NULL pointer.
+    pub fn mi_free_small_nonnull(p: *mut libc::c_void);
+    /// For runtime's: return the current owner thread-id of the page containing an allocation.
+    pub fn mi_thread_id_of(p: *const libc::c_void) -> usize;
     /** -------------------------------------------------------------------------------------
  Aligned allocation
  Note that `alignment` always follows `size` for consistency with unaligned
@@ -830,10 +1093,12 @@ extern "C" {
         block_size: *mut usize,
     ) -> *mut libc::c_void;
     pub fn mi_umalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
+    pub fn mi_uzalloc_small(size: usize, block_size: *mut usize) -> *mut libc::c_void;
     pub fn mi_heap_new() -> *mut mi_heap_t;
     pub fn mi_heap_delete(heap: *mut mi_heap_t);
     pub fn mi_heap_destroy(heap: *mut mi_heap_t);
     pub fn mi_heap_set_numa_affinity(heap: *mut mi_heap_t, numa_node: libc::c_int);
+    pub fn mi_heap_set_debug_fill_preserve(heap: *mut mi_heap_t, preserve: usize);
     pub fn mi_heap_collect(heap: *mut mi_heap_t, force: bool);
     pub fn mi_heap_main() -> *mut mi_heap_t;
     pub fn mi_heap_of(p: *const libc::c_void) -> *mut mi_heap_t;
@@ -1006,6 +1271,7 @@ extern "C" {
         alignment: usize,
         offset: usize,
     ) -> *mut libc::c_void;
+    /// Heap visitors assume no concurrent heap access (except thread exit).
     pub fn mi_heap_visit_blocks(
         heap: *mut mi_heap_t,
         visit_blocks: bool,
@@ -1048,8 +1314,10 @@ extern "C" {
     ) -> bool;
     pub fn mi_debug_show_arenas();
     pub fn mi_arenas_print();
+    pub fn mi_arenas_purge();
     pub fn mi_arena_min_alignment() -> usize;
     pub fn mi_arena_min_size() -> usize;
+    pub fn mi_arena_max_object_size() -> usize;
     pub fn mi_arena_area(arena_id: mi_arena_id_t, size: *mut usize) -> *mut libc::c_void;
     pub fn mi_reserve_huge_os_pages_at_ex(
         pages: usize,
@@ -1089,6 +1357,7 @@ extern "C" {
         arg: *mut libc::c_void,
     ) -> bool;
     pub fn mi_heap_theap(heap: *mut mi_heap_t) -> *mut mi_theap_t;
+    pub fn mi_theap_set_default(theap: *mut mi_theap_t) -> *mut mi_theap_t;
     pub fn mi_theap_get_default() -> *mut mi_theap_t;
     pub fn mi_theap_collect(theap: *mut mi_theap_t, force: bool);
     pub fn mi_theap_malloc(theap: *mut mi_theap_t, size: usize) -> *mut libc::c_void;
@@ -1111,7 +1380,17 @@ extern "C" {
         size: usize,
         alignment: usize,
     ) -> *mut libc::c_void;
+    pub fn mi_theap_zalloc_aligned(
+        theap: *mut mi_theap_t,
+        size: usize,
+        alignment: usize,
+    ) -> *mut libc::c_void;
     pub fn mi_theap_realloc(
+        theap: *mut mi_theap_t,
+        p: *mut libc::c_void,
+        newsize: usize,
+    ) -> *mut libc::c_void;
+    pub fn mi_theap_rezalloc(
         theap: *mut mi_theap_t,
         p: *mut libc::c_void,
         newsize: usize,
@@ -1149,6 +1428,10 @@ extern "C" {
         p: *mut libc::c_void,
         perc_threshold: usize,
     ) -> bool;
+    /// Owner-thread only: abandon pages and delete the theap (not its heap or live blocks).
+    pub fn mi_theap_delete(theap: *mut mi_theap_t);
+    /// Abandon all theap pages, preserving live blocks and the theap for reuse. The owner must be the current thread or quiescent outside mimalloc (excluding concurrent heap/theap deletion).
+    pub fn mi_theap_quiescent_abandon(theap: *mut mi_theap_t);
     /** ------------------------------------------------------
  Deprecated
  ------------------------------------------------------*/
@@ -1188,7 +1471,7 @@ extern "C" {
  (This can be convenient when providing overrides of these functions as done in `mimalloc-override.h`.)
  note: we use `mi_cfree` as "checked free" and it checks if the pointer is in our theap before free-ing.
  -------------------------------------------------------------------------------------------------------*/
-    pub fn mi_cfree(p: *mut libc::c_void);
+    pub fn mi_cfree(p: *mut libc::c_void) -> bool;
     pub fn mi__expand(p: *mut libc::c_void, newsize: usize) -> *mut libc::c_void;
     pub fn mi_malloc_size(p: *const libc::c_void) -> usize;
     pub fn mi_malloc_good_size(size: usize) -> usize;
@@ -1225,7 +1508,6 @@ extern "C" {
         alignment: usize,
         offset: usize,
     ) -> *mut libc::c_void;
-    pub fn mi_free_size(p: *mut libc::c_void, size: usize);
     pub fn mi_free_size_aligned(p: *mut libc::c_void, size: usize, alignment: usize);
     pub fn mi_free_aligned(p: *mut libc::c_void, alignment: usize);
     pub fn mi_dupenv_s(
@@ -1233,6 +1515,7 @@ extern "C" {
         size: *mut usize,
         name: *const libc::c_char,
     ) -> libc::c_int;
+    /// wide characters
     pub fn mi_wdupenv_s(
         buf: *mut *mut wchar_t,
         size: *mut usize,
@@ -1240,8 +1523,12 @@ extern "C" {
     ) -> libc::c_int;
     pub fn mi_wcsdup(s: *const wchar_t) -> *mut wchar_t;
     pub fn mi_mbsdup(s: *const libc::c_uchar) -> *mut libc::c_uchar;
-    /** The `mi_new` wrappers implement C++ semantics on out-of-memory instead of directly returning `NULL`.
- (and call `std::get_new_handler` and potentially raise a `std::bad_alloc` exception).*/
+    /** --------------------------------------------------------
+ C++ wrappers
+ The `mi_new` wrappers implement C++ semantics on out-of-memory
+ instead of directly returning `NULL`. (and call `std::get_new_handler`
+ and potentially raise a `std::bad_alloc` exception).
+ --------------------------------------------------------*/
     pub fn mi_new(size: usize) -> *mut libc::c_void;
     pub fn mi_new_aligned(size: usize, alignment: usize) -> *mut libc::c_void;
     pub fn mi_new_nothrow(size: usize) -> *mut libc::c_void;
@@ -1259,6 +1546,31 @@ extern "C" {
         count: usize,
         size: usize,
     ) -> *mut libc::c_void;
+    pub fn mi_theap_alloc_new(theap: *mut mi_theap_t, size: usize) -> *mut libc::c_void;
+    pub fn mi_theap_alloc_new_n(
+        theap: *mut mi_theap_t,
+        count: usize,
+        size: usize,
+    ) -> *mut libc::c_void;
+    pub fn mi_theap_alloc_new_nothrow(
+        theap: *mut mi_theap_t,
+        size: usize,
+    ) -> *mut libc::c_void;
+    /// Internal machine word size allocation. `wsize` is the allocation size in machine words (`sizeof(size_t)`)
+    pub fn mi_wzalloc_small(wsize: usize) -> *mut libc::c_void;
+    pub fn mi_wmalloc_small(wsize: usize) -> *mut libc::c_void;
+    pub fn mi_theap_wmalloc_small(
+        theap: *mut mi_theap_t,
+        wsize: usize,
+    ) -> *mut libc::c_void;
+    pub fn mi_theap_wzalloc_small(
+        theap: *mut mi_theap_t,
+        wsize: usize,
+    ) -> *mut libc::c_void;
+    /// As `mi_free_small` but `p` must be allocated on a page owned by the current thread (be very careful!)
+    pub fn mi_free_small_local(p: *mut libc::c_void);
+    /// As `mi_free_small_local` but `p` cannot be NULL as well.
+    pub fn mi_free_small_local_nonnull(p: *mut libc::c_void);
     /// stats from a heap
     pub fn mi_heap_stats_get(heap: *mut mi_heap_t, stats: *mut mi_stats_t) -> bool;
     pub fn mi_heap_stats_get_json(
@@ -1311,4 +1623,40 @@ extern "C" {
         buf: *mut libc::c_char,
     ) -> *mut libc::c_char;
     pub fn mi_stats_get_bin_size(bin: usize) -> usize;
+    /// get theap stats (only thread safe on theaps belonging to the calling thread)
+    pub fn mi_theap_stats_get(theap: *mut mi_theap_t, stats: *mut mi_stats_t) -> bool;
+    /// add the theap stats to the stats of the parent heap and clear the theap stats
+    pub fn mi_theap_stats_merge_to_heap(theap: *mut mi_theap_t);
+    /// attach a profiler to a particular heap only.
+    pub fn mi_heap_profile(heap: *mut mi_heap_t, profiler: *mut mi_profiler_t) -> bool;
+    /// disable profiling for a particular heap; useful for a heap that the profiler uses itself for metadata.
+    pub fn mi_heap_profile_disable(heap: *mut mi_heap_t);
+    /// attach a profiler to any (current and future) heaps in a sub-process (unless those heaps disabled profiling)
+    pub fn mi_subproc_profile(
+        subproc_id: mi_subproc_id_t,
+        profiler: *mut mi_profiler_t,
+    ) -> bool;
+    /// attach a profiler to any heaps in the main sub-process (use NULL to detach)
+    pub fn mi_profile(profiler: *mut mi_profiler_t) -> bool;
+    /// start sampling
+    pub fn mi_profiler_start(profiler: *mut mi_profiler_t) -> bool;
+    /// end sampling
+    pub fn mi_profiler_stop(profiler: *mut mi_profiler_t) -> bool;
+    /// snapshot the current profile (may be called concurrently but only one thread will actually call the snapshot callback)
+    pub fn mi_profiler_snapshot(profiler: *mut mi_profiler_t);
+    /** builtin pprof compatible profiler
+ the builtin profiler can also be activated using environment variables (see [`pprof.c`](/src/profile/pprof.c))
+ `base_file_name` selects the text snapshot format if it ends in `.heap` or `.text` (the extension is
+ stripped); any other extension, or none, uses the default (protobuf) snapshot format.
+ `alloc_interval_size`, if >0, automatically snapshots every that many allocated bytes.
+ `inuse_interval_size`, if >0, automatically snapshots every time the in-use bytes grow by that many bytes.
+ `time_interval_secs`, if >0, automatically snapshots every that many seconds (checked from allocation events).*/
+    pub fn mi_pprof_profiler_new(
+        initial_threshold: usize,
+        base_file_name: *const libc::c_char,
+        alloc_interval_size: usize,
+        inuse_interval_size: usize,
+        time_interval_secs: usize,
+    ) -> *mut mi_profiler_t;
+    pub fn mi_pprof_profiler_delete(profiler: *mut mi_profiler_t);
 }

@@ -36,10 +36,11 @@ pub struct Row {
     pub cpu_vs_peer: Option<f64>,
     pub rss_mib: Option<f64>,
     pub rss_vs_system: Option<f64>,
+    pub minor_faults: Option<f64>,
 }
 
 /// The columns of [`Row::cells`]: as the terminal names them (narrow), and as Markdown does.
-pub const COLUMNS: [(&str, &str); 10] = [
+pub const COLUMNS: [(&str, &str); 11] = [
     ("allocator", "allocator"),
     ("median", "median time"),
     ("spread", "spread"),
@@ -50,6 +51,7 @@ pub const COLUMNS: [(&str, &str); 10] = [
     ("CPU vs peer", "CPU vs peer"),
     ("peak RSS", "peak RSS"),
     ("RSS vs system", "RSS vs system"),
+    ("faults", "minor faults"),
 ];
 
 impl Row {
@@ -66,6 +68,7 @@ impl Row {
             ratio(self.cpu_vs_peer),
             mib(self.rss_mib),
             ratio(self.rss_vs_system),
+            count(self.minor_faults),
         ]
     }
 }
@@ -90,6 +93,7 @@ impl Report<'_> {
                 cpu_vs_peer: peer.and_then(|b| s.cpu_ratio(w, v, b)),
                 rss_mib: s.median_rss_mib(w, v),
                 rss_vs_system: system.and_then(|b| s.rss_ratio(w, v, b)),
+                minor_faults: s.median_minor_faults(w, v),
             })
             .collect()
     }
@@ -123,15 +127,17 @@ impl Report<'_> {
 
     /// Every sample, one line each: for spreadsheets and for re-analysis.
     pub fn csv(&self) -> String {
-        let mut out = String::from("round,workload,allocator,nanos,cpu_nanos,peak_rss_kib\n");
+        let mut out =
+            String::from("round,workload,allocator,nanos,cpu_nanos,peak_rss_kib,minor_faults\n");
         for round in 0..self.samples.rounds {
             for (w, workload) in self.workloads.iter().enumerate() {
                 for (v, variant) in self.variants.iter().enumerate() {
                     if let Some(s) = &self.samples.grid[w][v][round] {
                         let rss = s.peak_rss_kib.map_or(String::new(), |k| k.to_string());
                         let cpu = s.cpu_nanos.map_or(String::new(), |n| n.to_string());
+                        let faults = s.minor_faults.map_or(String::new(), |n| n.to_string());
                         out.push_str(&format!(
-                            "{round},{},{},{},{cpu},{rss}\n",
+                            "{round},{},{},{},{cpu},{rss},{faults}\n",
                             workload.name, variant.name, s.nanos
                         ));
                     }
@@ -161,4 +167,14 @@ pub fn percent(p: Option<f64>) -> String {
 
 pub fn mib(m: Option<f64>) -> String {
     m.map_or("-".into(), |m| format!("{m:.1} MiB"))
+}
+
+/// A count, in thousands from 10 000 up: the digits that matter when counts range over
+/// orders of magnitude.
+pub fn count(n: Option<f64>) -> String {
+    match n {
+        None => "-".into(),
+        Some(n) if n >= 1e4 => format!("{:.1}k", n / 1e3),
+        Some(n) => format!("{n:.0}"),
+    }
 }

@@ -107,10 +107,10 @@ size_t _mi_bin_size(size_t bin) {
 
 // Good size for allocation
 size_t mi_good_size(size_t size) mi_attr_noexcept {
-  if (size <= MI_MEDIUM_OBJ_SIZE_MAX) {
+  if (size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE) {
     return _mi_bin_size(mi_bin(size + MI_PADDING_SIZE));
   }
-  else if (size <= MI_MAX_ALLOC_SIZE) {
+  else if (size <= MI_MAX_ALLOC_SIZE - MI_PADDING_SIZE) {
     return _mi_align_up(size + MI_PADDING_SIZE,_mi_os_page_size());
   }
   else {

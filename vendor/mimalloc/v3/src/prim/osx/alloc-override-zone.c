@@ -6,8 +6,7 @@ terms of the MIT license. A copy of the license can be found in the file
 -----------------------------------------------------------------------------*/
 
 #include "mimalloc.h"
-#include "mimalloc/internal.h"
-
+#include "mimalloc/prim/os.h"
 #if defined(MI_MALLOC_OVERRIDE)
 
 #if !defined(__APPLE__)
@@ -25,7 +24,6 @@ terms of the MIT license. A copy of the license can be found in the file
 
 #include <AvailabilityMacros.h>
 #include <malloc/malloc.h>
-#include <string.h>  // memset
 #include <stdlib.h>
 
 #ifdef __cplusplus
@@ -41,10 +39,10 @@ extern malloc_zone_t* malloc_default_purgeable_zone(void) __attribute__((weak_im
    malloc zone members
 ------------------------------------------------------ */
 
-static bool is_mimalloc_zone( malloc_zone_t* zone ); 
+static bool is_mimalloc_zone( malloc_zone_t* zone );
 
 static size_t zone_size(malloc_zone_t* zone, const void* p) {
-  if (mi_any_heap_contains(p)) { 
+  if (mi_any_heap_contains(p)) {
     return mi_usable_size(p);
   }
   else if (!is_mimalloc_zone(zone)) {  // can happen due to interpose
@@ -71,11 +69,12 @@ static void* zone_valloc(malloc_zone_t* zone, size_t size) {
 }
 
 static void zone_free(malloc_zone_t* zone, void* p) {
-  if (mi_any_heap_contains(p)) {
-    mi_free(p); // with the page_map and pagemap_commit=1 we can use the regular free
-  }
-  else if (!is_mimalloc_zone(zone)) {  // can happen due to interpose
-    zone->free(zone,p);
+  // during C++ thread shutdown `_pthread_tsd_cleanup` may call `zone_free`
+  // after mimalloc mi_thread_done, and also on a pointer that was allocated in another subproc.
+  if mi_unlikely(!mi_cfree(p)) {
+    if (!is_mimalloc_zone(zone)) {  // can happen due to interpose
+      zone->free(zone,p);
+    }
   }
 }
 
@@ -133,7 +132,6 @@ static boolean_t zone_claimed_address(malloc_zone_t* zone, void* p) {
   MI_UNUSED(zone);
   return mi_is_in_heap_region(p);
 }
-
 
 /* ------------------------------------------------------
    Introspection members
@@ -194,6 +192,14 @@ static boolean_t intro_zone_locked(malloc_zone_t* zone) {
   return false;
 }
 
+// Required whenever the zone advertises version >= 9: macOS calls this from the
+// atfork_child handler (_malloc_fork_child) without a NULL check. mimalloc keeps
+// no zone-level locks that need reinitializing after fork, so a no-op is safe.
+// Leaving it NULL makes the forked child jump to address 0 and crash in fork().
+static void intro_reinit_lock(malloc_zone_t* zone) {
+  MI_UNUSED(zone);
+}
+
 
 /* ------------------------------------------------------
   At process start, override the default allocator
@@ -218,6 +224,9 @@ static malloc_introspection_t mi_introspect = {
 #if defined(MAC_OS_X_VERSION_10_6) && (MAC_OS_X_VERSION_MAX_ALLOWED >= MAC_OS_X_VERSION_10_6) && !defined(__ppc__)
   .statistics = &intro_statistics,
   .zone_locked = &intro_zone_locked,
+#endif
+#if defined(MAC_OS_X_VERSION_10_12) && (MAC_OS_X_VERSION_MAX_ALLOWED >= MAC_OS_X_VERSION_10_12) && !defined(__ppc__)
+  .reinit_lock = &intro_reinit_lock,
 #endif
 };
 
@@ -271,7 +280,7 @@ static bool is_mimalloc_zone( malloc_zone_t* zone ) {
 // our mimalloc zone. Since even the loader uses malloc
 // on macOS, this ensures that all allocations go through
 // mimalloc (as all calls are interposed).
-// The main `malloc`, `free`, etc calls are interposed in `alloc-override.c`,
+// The main `malloc`, `free`, etc calls are interposed in `alloc/alloc-override.c`,
 // Here, we also override macOS specific API's like
 // `malloc_zone_calloc` etc. see <https://github.com/aosm/libmalloc/blob/master/man/malloc_zone_malloc.3>
 // ------------------------------------------------------
@@ -373,16 +382,9 @@ static void zone_unregister(malloc_zone_t* zone) {
 
 // use interposing so `DYLD_INSERT_LIBRARIES` works without `DYLD_FORCE_FLAT_NAMESPACE=1`
 // See: <https://books.google.com/books?id=K8vUkpOXhN4C&pg=PA73>
-struct mi_interpose_s {
-  const void* replacement;
-  const void* target;
-};
-#define MI_INTERPOSE_FUN(oldfun,newfun) { (const void*)&newfun, (const void*)&oldfun }
-#define MI_INTERPOSE_MI(fun)            MI_INTERPOSE_FUN(fun,mi_##fun)
 #define MI_INTERPOSE_ZONE(fun)          MI_INTERPOSE_FUN(malloc_##fun,fun)
-__attribute__((used)) static const struct mi_interpose_s _mi_zone_interposes[]  __attribute__((section("__DATA, __interpose"))) =
+MI_INTERPOSE_DECLS(_mi_zone_interposes) =
 {
-
   MI_INTERPOSE_MI(malloc_create_zone),
   MI_INTERPOSE_MI(malloc_default_purgeable_zone),
   MI_INTERPOSE_MI(malloc_default_zone),

@@ -1,0 +1,281 @@
+//! A Rust library on mimalloc, loaded into a program that is not: the `cdylib` of `tests/plugin`
+//! (it calls `mimalloc::assign_global!()`), loaded with `dlopen` (`LoadLibraryW` on Windows) by
+//! a host whose threads come and go, as Node loads an addon and Python an extension.
+//!
+//! mimalloc 3.3.x crashed here (upstream #1287, fixed in 3.4.1): once a thread that had called
+//! into the library exited, the next thread to call in died of SIGSEGV on its first allocation.
+//! The host's thread logic is C (`host/plugin_host.c`), so its threads are plain OS threads
+//! with nothing of Rust's runtime on them. This binary installs no global allocator: the host
+//! is on the system allocator and only the library is on (its own) mimalloc.
+//!
+//! Each scenario runs in a child process, so that a crash is this test's failure, with its
+//! signal, rather than the harness's death. The library comes from `MIMALLOC_TEST_PLUGIN` when
+//! that is set (`scripts/cross-test.sh` pre-builds it: no cargo where cross binaries run), and
+//! is otherwise built with cargo, with this build's mimalloc features.
+
+#[path = "../plugin/src/recipe.rs"]
+mod recipe;
+
+use mimalloc_tests::{emulator, is_child, run_child_with_timeout};
+use recipe::{checksum, Block, KEPT, WORKERS};
+use std::os::raw::{c_char, c_int};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// `HOST_CALLS` in `host/plugin_host.c`.
+const CALLS: usize = 9;
+/// Blocks per thread and call (the calling thread and each of the plugin's workers).
+const BLOCKS: u32 = 12;
+/// The environment variable that names the library, for the child and from cross-test.sh.
+const PLUGIN_VAR: &str = "MIMALLOC_TEST_PLUGIN";
+
+/// `struct host_run` in `host/plugin_host.c`.
+#[repr(C)]
+struct HostRun {
+    sums: [u64; CALLS],
+    kept_sums: [u64; CALLS],
+    uses_mimalloc: c_int,
+    owns_host_block: c_int,
+    error: c_int,
+    message: [c_char; 256],
+}
+
+#[cfg(windows)]
+type HostChar = u16;
+#[cfg(not(windows))]
+type HostChar = c_char;
+
+extern "C" {
+    fn mimalloc_tests_plugin_host(
+        path: *const HostChar,
+        load_on_thread: c_int,
+        seed: u64,
+        blocks: u32,
+        run: *mut HostRun,
+    ) -> c_int;
+}
+
+/// The library path as the host's loader takes it: UTF-16 for `LoadLibraryW`, bytes for
+/// `dlopen`; nul-terminated.
+#[cfg(windows)]
+fn host_path(path: &Path) -> Vec<HostChar> {
+    use std::os::windows::ffi::OsStrExt;
+    path.as_os_str().encode_wide().chain([0]).collect()
+}
+
+#[cfg(unix)]
+fn host_path(path: &Path) -> Vec<HostChar> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    assert!(!bytes.contains(&0), "a library path with a nul byte");
+    bytes.iter().map(|&b| b as c_char).chain([0]).collect()
+}
+
+/// The child's part: runs the host's calls and checks every answer against the same blocks
+/// rebuilt here, in the system allocator's memory. Panics on the first wrong one.
+fn host(load_on_thread: bool) {
+    let path = PathBuf::from(std::env::var_os(PLUGIN_VAR).expect("the parent names the library"));
+    let seed = 0x5eed_0000;
+    let path_arg = host_path(&path);
+    let mut run = HostRun {
+        sums: [0; CALLS],
+        kept_sums: [0; CALLS],
+        uses_mimalloc: -1,
+        owns_host_block: -1,
+        error: -1,
+        message: [0; 256],
+    };
+    // SAFETY: `path_arg` is nul-terminated and `run` is a `struct host_run`, both live for the
+    // call; the host writes nothing else.
+    let error = unsafe {
+        mimalloc_tests_plugin_host(
+            path_arg.as_ptr(),
+            c_int::from(load_on_thread),
+            seed,
+            BLOCKS,
+            &mut run,
+        )
+    };
+    let message: Vec<u8> = run
+        .message
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    assert_eq!(
+        error,
+        0,
+        "the host failed on {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&message)
+    );
+    for call in 0..CALLS {
+        let call_seed = seed + call as u64;
+        let blocks = (0..BLOCKS * (1 + WORKERS)).map(|i| Block::new(call_seed, i).hash());
+        assert_eq!(
+            run.sums[call],
+            checksum(blocks),
+            "call {call}: plugin_work's checksum"
+        );
+        let kept = Block::new(call_seed, KEPT).hash();
+        assert_eq!(run.kept_sums[call], kept, "call {call}: the block it kept");
+    }
+    assert_eq!(
+        run.uses_mimalloc, 1,
+        "the plugin's Box is not in mimalloc's memory"
+    );
+    assert_eq!(
+        run.owns_host_block, 0,
+        "the host's malloc gave mimalloc's memory"
+    );
+    println!("PLUGIN OK: {CALLS} calls on {CALLS} host threads, every checksum right");
+}
+
+/// Runs `test`'s child with the library and fails with how the child ended unless it printed
+/// that every check passed.
+fn run_scenario(test: &str, load_on_thread: bool) {
+    if is_child() {
+        host(load_on_thread);
+        return;
+    }
+    let library = plugin_library();
+    let library = library.to_str().expect("a UTF-8 library path");
+    let child = run_child_with_timeout(test, &[(PLUGIN_VAR, library)], Duration::from_secs(600));
+    assert!(
+        child.succeeded() && child.stdout.contains("PLUGIN OK"),
+        "{test}: the host process {} (library {library}).\nstdout:\n{}\nstderr:\n{}",
+        ending(&child.status),
+        child.stdout,
+        child.stderr
+    );
+}
+
+/// How a child process ended, in words: the signal that killed it, or its Windows exception.
+fn ending(status: &Option<std::process::ExitStatus>) -> String {
+    let status = match status {
+        Some(status) => status,
+        None => return "hung, and was killed at the deadline".to_owned(),
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let name = match signal {
+                libc::SIGSEGV => "SIGSEGV",
+                libc::SIGBUS => "SIGBUS",
+                libc::SIGABRT => "SIGABRT",
+                libc::SIGILL => "SIGILL",
+                _ => "a signal",
+            };
+            return format!("was killed by signal {signal} ({name})");
+        }
+    }
+    match status.code() {
+        // NTSTATUS codes of a crash, as the exit code of a Windows process.
+        Some(code) if code as u32 == 0xC000_0005 => "crashed (STATUS_ACCESS_VIOLATION)".to_owned(),
+        Some(code) if code as u32 >= 0xC000_0000 => {
+            format!("crashed (NTSTATUS {:#x})", code as u32)
+        }
+        Some(code) => format!("exited with status {code}"),
+        None => format!("ended with {status}"),
+    }
+}
+
+/// The scenario of the report: a worker thread of the host loads the library, calls in and
+/// exits; later threads call in one at a time, then four at once.
+#[test]
+fn child_plugin_loaded_by_a_thread_that_exits() {
+    run_scenario("child_plugin_loaded_by_a_thread_that_exits", true);
+}
+
+/// Loaded by the host's long-lived thread, but first used by one that then exits.
+#[test]
+fn child_plugin_first_used_by_a_thread_that_exits() {
+    run_scenario("child_plugin_first_used_by_a_thread_that_exits", false);
+}
+
+/// The library to load: `MIMALLOC_TEST_PLUGIN`, or a fresh build of `tests/plugin`.
+fn plugin_library() -> PathBuf {
+    if let Some(path) = std::env::var_os(PLUGIN_VAR) {
+        return PathBuf::from(path);
+    }
+    if let Some(emulator) = emulator() {
+        panic!(
+            "under {emulator} there is no cargo to build the plugin: scripts/cross-test.sh \
+             builds it and names it in {PLUGIN_VAR}"
+        );
+    }
+    // Both tests ask at once; one cargo build at a time in a target directory anyway.
+    static BUILT: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    built.get_or_insert_with(build_plugin).clone()
+}
+
+/// The mimalloc features of this build, which the library is built with too: the product and
+/// its plugin make the same choices. Not `asan` or `tsan`: a library built with a sanitizer
+/// needs its runtime's symbols from the host, and a Rust test binary does not export them
+/// (`dlopen` fails on `__asan_*`), so in those runs the plugin is an uninstrumented library in
+/// an instrumented host, which the sanitizers allow.
+fn features() -> Vec<&'static str> {
+    let all = [
+        ("v2", cfg!(feature = "v2")),
+        ("secure", cfg!(feature = "secure")),
+        ("debug", cfg!(feature = "debug")),
+        ("local_dynamic_tls", cfg!(feature = "local_dynamic_tls")),
+        ("guarded", cfg!(feature = "guarded")),
+        ("valgrind", cfg!(feature = "valgrind")),
+    ];
+    all.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect()
+}
+
+fn build_plugin() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = env!("MIMALLOC_TESTS_TARGET");
+    let features = features();
+    let name = if features.is_empty() {
+        "default".to_owned()
+    } else {
+        features.join("-")
+    };
+    // A directory per feature set: runs with other features, at the same time, do not meet.
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("plugin")
+        .join(name);
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    build
+        .current_dir(root)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mimalloc-test-plugin",
+            "--target",
+            target,
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // Built as a product builds it, without this run's flags (a sanitizer's, above all).
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS");
+    if !features.is_empty() {
+        let list: Vec<String> = features
+            .iter()
+            .map(|f| format!("mimalloc-test-plugin/{f}"))
+            .collect();
+        build.args(["--features", &list.join(",")]);
+    }
+    let status = build.status().expect("cargo runs");
+    assert!(
+        status.success(),
+        "building the plugin with {features:?} failed"
+    );
+    let file = format!(
+        "{}mimalloc_test_plugin{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    target_dir.join(target).join("debug").join(file)
+}
