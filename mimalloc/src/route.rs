@@ -197,7 +197,7 @@ fn in_small_page(layout: Layout) -> bool {
 #[inline(always)]
 pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
     let p = ptr.cast::<c_void>();
-    #[cfg(not(feature = "v2"))]
+    #[cfg(not(any(feature = "v2", feature = "secure", feature = "debug")))]
     if in_small_page(layout) {
         // SAFETY: a live (so non-null) block in a small page (`in_small_page`), which is what
         // `mi_free_small_nonnull` requires; it takes the page from the block's address.
@@ -210,9 +210,15 @@ pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
 }
 
 /// Whether [`free`] takes mimalloc 3's `mi_free_small_nonnull`, which skips the general page
-/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"); mimalloc 2's `mi_free_small`
-/// is `mi_free` under another name.
-const SMALL_FREE: bool = cfg!(not(feature = "v2"));
+/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"). Not with `secure` or `debug`,
+/// whose `mi_free` reports a pointer mimalloc never returned: the small variant takes the page
+/// from the address unchecked and faults on it (`tests/tests/hostile.rs`). And not with
+/// mimalloc 2, whose `mi_free_small` is `mi_free` under another name.
+const SMALL_FREE: bool = cfg!(not(any(
+    feature = "v2",
+    feature = "secure",
+    feature = "debug"
+)));
 
 /// Moves the block at `ptr` into a fresh block for `new`: allocates, copies, frees. Off the hot
 /// path, so not inlined.
