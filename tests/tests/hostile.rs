@@ -65,7 +65,9 @@ fn child_double_free_is_caught_by_secure_and_debug() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok());
     let message = run.stderr.contains("double free detected");
-    if SECURE || DEBUG {
+    // `asan` builds track every block (padding, poisoned free blocks), and mimalloc 3.6.0
+    // detects the double free there too.
+    if SECURE || DEBUG || cfg!(all(feature = "asan", not(feature = "v2"))) {
         assert!(message, "the double free went unreported");
         assert!(run.succeeded(), "the child did not survive the double free");
         assert_eq!(duplicates, Some(0), "a block was handed out twice");
