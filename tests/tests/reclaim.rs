@@ -39,6 +39,15 @@ fn freed_working_set_is_returned_after_collect() {
             "under qemu-user the purge's effect depends on the emulator's environment",
         );
     }
+    if mimalloc_tests::memory_tool() == Some("AddressSanitizer") {
+        // Measured with mimalloc 3.6.0: 153 of 512 MiB still resident after the purge, where
+        // the plain build returns all but a few: the resident set also holds AddressSanitizer's
+        // shadow (an eighth of every byte touched) and its quarantine of freed memory.
+        return mimalloc_tests::skip(
+            "freed_working_set_is_returned_after_collect",
+            "under AddressSanitizer the resident set holds the sanitizer's shadow and quarantine",
+        );
+    }
     let working_set = working_set_size();
     mimalloc::collect(true);
     let before = Snapshot::take();
