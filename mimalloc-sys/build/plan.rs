@@ -185,6 +185,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     memory_defaults(&mut defines, target, version);
     if version == Version::V3 {
         free_defines(&mut defines, target, features);
+        valgrind_page_meta(&mut defines, features);
         tls_defines(&mut defines, target);
         guarded_sampling(&mut defines, features);
     }
@@ -417,6 +418,24 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
              page map, 8 instructions fewer per allocate+free pair (BENCHMARKS.md); the price is \
              an alignment limit of 256 MiB (32 MiB on 32-bit) and arenas aligned to it \
              (README, Known issues)",
+        );
+    }
+}
+
+/// mimalloc 3.6.0 release builds with `MI_TRACK_VALGRIND` put a small page's metadata at the
+/// start of its slices, zero it, and then tell memcheck the whole slice range is undefined
+/// (`mi_arenas_page_init_memory`): every later read of a zeroed field is a false "uninitialised
+/// value" report (hundreds per test, in every thread but the first). Keeping small-page metadata
+/// in the separate aligned area, as debug and guarded builds do, avoids the reordered annotation;
+/// `mi_free_small_nonnull` then finds the page by the general lookup, still correct.
+fn valgrind_page_meta(defines: &mut Vec<Define>, features: &Features) {
+    if features.valgrind {
+        define(
+            defines,
+            "MI_OPT_FREE_SMALL",
+            Some("0"),
+            "`valgrind` feature: small-page metadata stays out of the page itself, whose \
+             annotation 3.6.0 gets wrong under memcheck (README, Known issues)",
         );
     }
 }
