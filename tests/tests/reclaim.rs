@@ -64,15 +64,6 @@ fn freed_working_set_is_returned_after_collect() {
         "the working set was not committed: the test measures nothing"
     );
     let (name, grown) = still_held(working_set, &before, &peak, &after);
-    if RETAINS_A_FIFTH {
-        assert!(
-            grown > working_set / 10,
-            "mimalloc 3 now returns a 32-bit secure build's freed working set ({} MiB still \
-             {name}): the upstream bug is fixed, remove RETAINS_A_FIFTH and its Known issue",
-            grown >> 20
-        );
-        return;
-    }
     assert!(
         grown <= working_set / 10,
         "{} MiB of the {} MiB working set is still {name} after collect(true)",
@@ -81,18 +72,6 @@ fn freed_working_set_is_returned_after_collect() {
     );
 }
 
-/// mimalloc 3.6.0 in 32-bit `secure` builds keeps about a fifth of a freed working set resident
-/// after `collect(true)`: 30 of 128 MiB here (i686), and 21 of 128, 53 of 256, 100 of 512 MiB in
-/// a C program built from the same sources, so it grows with the working set. mimalloc's
-/// statistics show 17 MiB still committed with no page in use; the resident rest sits in
-/// 1 MiB runs below each guard page. The default and `v2` builds, and 64-bit `secure` builds,
-/// return all but a few MiB (3.3.2 did so in 32-bit secure builds too). Until that changes,
-/// this test checks that the retention is still there, so a fixed release is noticed.
-const RETAINS_A_FIFTH: bool = cfg!(all(
-    target_pointer_width = "32",
-    feature = "secure",
-    not(feature = "v2")
-));
 
 /// The bytes the test allocates: large enough that what stays after collect is clearly less.
 fn working_set_size() -> usize {
