@@ -72,7 +72,6 @@ fn freed_working_set_is_returned_after_collect() {
     );
 }
 
-
 /// The bytes the test allocates: large enough that what stays after collect is clearly less.
 fn working_set_size() -> usize {
     if cfg!(target_pointer_width = "64") {
