@@ -87,10 +87,10 @@ impl Arena {
     /// # Ok::<(), mimalloc::ArenaError>(())
     /// ```
     pub fn reserve(size: usize, sharing: Sharing) -> Result<Arena, ArenaError> {
-        // mimalloc 2.3.2 and 2.5.2 crash (64-bit Linux) when this is the first mimalloc call of a thread:
-        // choosing an address hint, it writes the random state of the thread's heap, which is
-        // still the read-only empty heap (`tests/tests/upstream_bugs.rs`). Initialising the
-        // thread first is cheap and idempotent.
+        // mimalloc 2.3.2 and 2.5.2 crash (64-bit Linux) when this is the first mimalloc call of
+        // a thread: choosing an address hint, it writes the random state of the thread's heap,
+        // which is still the read-only empty heap (`tests/tests/upstream_bugs.rs`). Initialising
+        // the thread first is cheap and idempotent.
         // SAFETY: `mi_thread_init` has no preconditions.
         unsafe { ffi::mi_thread_init() };
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
