@@ -355,10 +355,15 @@ fn platform_defines(defines: &mut Vec<Define>, target: &Target) {
         );
     }
     if target.is_windows() && !target.is_msvc() {
-        // mimalloc's default start-up hook on Windows registers TLS and CRT callbacks with
-        // MSVC-only `#pragma const_seg`, which GCC and clang ignore: mimalloc would never run
-        // its process initialisation (no arenas, no purging, MIMALLOC_* ignored, no clean-up of
-        // exited threads). The fiber-local-storage hook uses a constructor with GCC/clang.
+        // mimalloc 3.3.2's default start-up hook (`MI_WIN_INIT_USE_CRT_TLS`) placed its TLS
+        // callbacks with MSVC-only pragmas, so on MinGW it never ran. 3.6 and 2.5.2 place them
+        // with GCC section attributes too, and with that default the Wine suite passes; it is
+        // still not taken, because it starts mimalloc from a TLS callback, ahead of every
+        // constructor, and the baked option defaults are a constructor. Under Wine they still
+        // applied, for a reason not established here, and there is no real Windows here to
+        // settle it. The FLS hook starts mimalloc from a constructor, which the baked defaults
+        // precede in the same translation unit (`baked.rs`), and releases exited threads
+        // through a fiber-local-storage callback (`stress.rs` checks under Wine).
         define(
             defines,
             "MI_WIN_INIT_USE_FLS",
