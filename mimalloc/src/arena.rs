@@ -122,9 +122,11 @@ impl Arena {
     /// ```
     /// use core::mem::MaybeUninit;
     /// let size = if cfg!(target_pointer_width = "64") { 512 << 20 } else { 64 << 20 };
-    /// // Untouched memory for the rest of the process: a leaked vector's spare capacity.
-    /// let region: &'static mut [MaybeUninit<u8>] =
-    ///     Box::leak(Box::new(Vec::<u8>::with_capacity(size))).spare_capacity_mut();
+    /// // Untouched memory for the rest of the process: a leaked, never written allocation.
+    /// let mut memory = Vec::<MaybeUninit<u8>>::with_capacity(size);
+    /// // SAFETY: `MaybeUninit<u8>` needs no initialisation, and the capacity is `size`.
+    /// unsafe { memory.set_len(size) };
+    /// let region: &'static mut [MaybeUninit<u8>] = Box::leak(memory.into_boxed_slice());
     /// let arena = mimalloc::Arena::manage(region, mimalloc::Sharing::Exclusive)?;
     /// let heap = mimalloc::Heap::try_new_in(&arena).expect("a heap");
     /// let block = heap.allocate(core::alloc::Layout::new::<[u8; 4096]>()).expect("memory");
