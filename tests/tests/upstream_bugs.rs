@@ -83,11 +83,18 @@ fn child_v2_debug_freeing_blocks_of_a_deleted_heap_from_full_pages() {
 fn child_v2_reserving_an_arena_as_the_first_call_crashes() {
     const TEST: &str = "child_v2_reserving_an_arena_as_the_first_call_crashes";
     if is_child() {
-        let mut id = core::mem::MaybeUninit::uninit();
-        // SAFETY: `id` is a valid place for the new arena's id.
-        let err = unsafe {
-            mimalloc_sys::mi_reserve_os_memory_ex(64 << 20, false, false, true, id.as_mut_ptr())
-        };
+        // A thread of its own, whose first mimalloc call this is: libtest 1.63 runs a lone test
+        // on the main thread, which mimalloc's constructor has already initialised (this
+        // binary's global allocator is the system's, so spawning calls no mimalloc).
+        let err = std::thread::spawn(|| {
+            let mut id = core::mem::MaybeUninit::uninit();
+            // SAFETY: `id` is a valid place for the new arena's id.
+            unsafe {
+                mimalloc_sys::mi_reserve_os_memory_ex(64 << 20, false, false, true, id.as_mut_ptr())
+            }
+        })
+        .join()
+        .unwrap();
         println!("RESERVED {err}");
         return;
     }
