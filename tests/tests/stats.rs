@@ -6,8 +6,17 @@ use mimalloc::stats;
 
 const MIB: i64 = 1 << 20;
 
+/// The figures are process-wide, so this runs in a process of its own: with the other tests of
+/// this binary running at the same moment, mimalloc 3.6's committed figure was seen below the
+/// live 32 MiB block (i686 `secure`: 3 of 30 runs; never in 30 runs of this test alone).
 #[test]
-fn snapshot_follows_allocation() {
+fn child_snapshot_follows_allocation() {
+    const TEST: &str = "child_snapshot_follows_allocation";
+    if !mimalloc_tests::is_child() {
+        let out = mimalloc_tests::run_child(TEST, &[]);
+        assert!(out.status.success(), "{out:?}");
+        return;
+    }
     let before = stats();
     let block = vec![1u8; 32 << 20];
     let during = stats();
