@@ -51,16 +51,25 @@ fn main() {
     assert_eq!(v.iter().sum::<u64>(), 4950);
 }
 MAIN
-# The same workspace metadata and profile as the real one, with only the MSRV crates.
-# `tests/plugin` is the cdylib that tests/tests/plugin.rs loads (built for the target by
-# scripts/cross-test.sh, since the test cannot run cargo where the cross binaries run).
-sed -e 's|^members = .*|members = ["mimalloc-sys", "mimalloc", "tests", "tests/plugin", "product", "no-os-product"]|' -e '/^exclude = /d' \
-  "$root/Cargo.toml" >"$ws/Cargo.toml"
+# Only the MSRV crates, and the real workspace's profiles. `tests/plugin` is the cdylib that
+# tests/tests/plugin.rs loads (built for the target by scripts/cross-test.sh, since the test
+# cannot run cargo where the cross binaries run). The `[workspace.*]` tables stay out: Cargo
+# 1.63 cannot read them, and the MSRV crates do not inherit from them.
+{
+  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc", "tests", "tests/plugin", "product", "no-os-product"]\n'
+  printf 'resolver = "2"\n\n'
+  sed -n '/^\[profile/,$p' "$root/Cargo.toml"
+} >"$ws/Cargo.toml"
 # The optional `bindgen` feature needs Rust 1.70, and its dependencies have manifests old cargo
 # cannot parse; the MSRV promise is about the committed bindings, so the copy drops it.
 sed -i.bak -e '/^bindgen = \["dep:bindgen"\]/d' -e '/^bindgen = { version/d' "$ws/mimalloc-sys/Cargo.toml"
 sed -i.bak -e '/^bindgen = \["mimalloc-sys\/bindgen"\]/d' "$ws/mimalloc/Cargo.toml"
-rm -f "$ws"/*/Cargo.toml.bak
+# `[lints] workspace = true` names the real root's `[workspace.lints]`, left out above; Cargo
+# before 1.74 skips lint tables anyway.
+for manifest in "$ws"/*/Cargo.toml "$ws/tests/plugin/Cargo.toml"; do
+  sed -i.bak -e '/^\[lints\]$/,/^workspace = true$/d' "$manifest"
+done
+rm -f "$ws"/*/Cargo.toml.bak "$ws"/*/*/Cargo.toml.bak
 (cd "$ws" &&
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo generate-lockfile --quiet &&
   cargo vendor --quiet --locked "$dir/crates" >/dev/null)
@@ -75,4 +84,6 @@ replace-with = "vendored"
 [source.vendored]
 directory = "$crates"
 CONFIG
+# Every manifest here is one that a real Cargo 1.63 must read (the hosted MSRV jobs use one).
+(cd "$ws" && python3 "$root/scripts/check-msrv-manifests.py" Cargo.toml */Cargo.toml tests/plugin/Cargo.toml >/dev/null)
 touch "$dir/stamp"
