@@ -48,7 +48,7 @@ lane_product() { # the product example with and without mimalloc, and as a git d
 lane_bench() { # every workload on every allocator passes its result check (quick mode)
   # Builds a release driver per allocator (jemalloc from source, the peer's own workspace).
   # Speed is not checked, only results.
-  need_packages cmake
+  command -v cmake >/dev/null || need_packages cmake
   suite "benchmark quick run" cargo test -p mimalloc-bench --test quick_run -- --ignored
 }
 
@@ -78,7 +78,7 @@ lane_baked() { # option defaults compiled in: lane baked [CC ...] (default: gcc 
   # "platform": the compiler cc-rs picks (MSVC's cl.exe on Windows, where a TLS callback
   # applies the defaults; GCC and clang use a constructor).
   [ "$#" -gt 0 ] || set -- gcc clang
-  need_packages clang
+  [[ " $* " != *" clang "* ]] || command -v clang >/dev/null || need_packages clang
   for cc in "$@"; do
     cc_env="CC=$cc"
     [ "$cc" = platform ] && cc_env="CI_COMPILER=platform"
@@ -106,7 +106,7 @@ long_stress() {
       ${features:+--features "$(test_features "$features")"} -- --nocapture >"$stress_log" 2>&1; then
     cat "$stress_log"; echo "FAILED: $test [${features:-default}]" >&2; exit 1
   fi
-  grep '^STRESS' "$stress_log"
+  grep -E '^(STRESS|SKIPPED) ' "$stress_log"
   rm -f "$stress_log"
 }
 
@@ -134,7 +134,7 @@ lane_valgrind() { # memcheck (MI_TRACK_VALGRIND): no errors, and a deliberate us
 lane_fuzz() { # the differential model under libFuzzer, from the committed seed corpus: lane fuzz [SECONDS]
   have_nightly || { skipped "fuzz lane: no nightly toolchain on this machine"; return 0; }
   local seconds=${1:-90} fuzz_log
-  need_packages clang
+  command -v clang >/dev/null || need_packages clang
   cargo fuzz --version >/dev/null 2>&1 || cargo install --quiet --locked cargo-fuzz
   # New inputs go to a scratch corpus under target/, so the committed one stays as it is.
   mkdir -p target/fuzz-corpus

@@ -85,5 +85,7 @@ replace-with = "vendored"
 directory = "$crates"
 CONFIG
 # Every manifest here is one that a real Cargo 1.63 must read (the hosted MSRV jobs use one).
-(cd "$ws" && python3 "$root/scripts/check-msrv-manifests.py" Cargo.toml */Cargo.toml tests/plugin/Cargo.toml >/dev/null)
+# (Windows runners name their Python `python`.)
+python=$(command -v python3 || command -v python)
+(cd "$ws" && "$python" "$root/scripts/check-msrv-manifests.py" Cargo.toml */Cargo.toml tests/plugin/Cargo.toml >/dev/null)
 touch "$dir/stamp"
