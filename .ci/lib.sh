@@ -3,6 +3,9 @@
 # `need_packages`, toolchains are probed, and a lane that cannot run says SKIPPED and why.
 
 run_start=${run_start:-$SECONDS}
+# Every lane builds once per feature set and never edits code between builds, so incremental
+# compilation only costs time and disk.
+export CARGO_INCREMENTAL=0
 step() {
   printf '\n=== %s (at %d s)\n' "$*" "$((SECONDS - run_start))"
 }
