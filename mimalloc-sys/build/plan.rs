@@ -375,7 +375,8 @@ fn platform_defines(defines: &mut Vec<Define>, target: &Target) {
 
 /// mimalloc 3 samples guarded blocks by requested bytes, and guards none unless told how many
 /// (`MIMALLOC_GUARDED_SAMPLE_RATE` defaults to 0 even in guarded builds, where mimalloc 2
-/// guards one block in 4000): a `guarded` build that guards nothing would be a silent no-op.
+/// guards one block in 4000 outside debug builds): a `guarded` build that guards nothing would
+/// be a silent no-op.
 fn guarded_sampling(defines: &mut Vec<Define>, features: &Features) {
     if features.guarded {
         define(

@@ -42,7 +42,7 @@
 //! copy of mimalloc (which would fail at link time), and publishes to the build scripts of
 //! direct dependants `DEP_MIMALLOC_RUNS` (set where mimalloc was compiled, i.e. the target has an
 //! OS), `DEP_MIMALLOC_INCLUDE` (the directory holding `mimalloc.h`) and `DEP_MIMALLOC_VERSION`
-//! (`MI_MALLOC_VERSION`, e.g. `30302`).
+//! (`MI_MALLOC_VERSION`, e.g. `30600` for 3.6.0).
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -33,7 +33,8 @@
 //!
 //! Build-time choices (`v2`, `secure`, `debug`, `override`, `local_dynamic_tls`, `asan`,
 //! `tsan`, `valgrind`, `guarded`, `bindgen`) are forwarded to `mimalloc-sys`; the workspace
-//! README has the table with the cost of each. API additions: `std` (`std::io` output, `std::error::Error`), `allocator-api2`
+//! README has the table with the cost of each. API additions: `std` (`std::io` output,
+//! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
 //! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
 //! makes the two traits one), `tracking` (`Tracking`, with `std`).

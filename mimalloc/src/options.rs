@@ -127,14 +127,49 @@ options! {
     /// Largest size of guarded blocks (builds with guard pages only).
     GuardedMax = mi_option_guarded_max, "guarded_max", Number;
     /// Guard one block in about this many requested bytes (mimalloc 3) or one in this many
-    /// blocks (mimalloc 2); builds with guard pages only.
+    /// blocks (mimalloc 2); builds with guard pages only. Default in `guarded` builds: 1 MiB
+    /// with mimalloc 3 (set by this crate's build; mimalloc's own is 0, nothing), 4000 with
+    /// mimalloc 2 (0 in `debug` builds). mimalloc 3 samples only on its generic allocation
+    /// path: a small request (up to 1 KiB, 512 bytes on 32-bit targets) served from a page's
+    /// free list is never guarded and is counted only later, page by page, so the rate is
+    /// approximate, and even 1 guards only the blocks that take the generic path.
+    ///
+    /// A heap reads the option when it is set up on a thread, and the main thread's default
+    /// heap is set up before `main` (mimalloc starts from a constructor, or a TLS callback
+    /// with MSVC). So [`set`](MiOption::set) reaches the threads and [`Heap`](crate::Heap)s
+    /// set up after it, never the main thread's own allocations; `MIMALLOC_GUARDED_SAMPLE_RATE`
+    /// or a baked `MIMALLOC_SYS_DEFAULT_GUARDED_SAMPLE_RATE` reach every thread.
     GuardedSampleRate = mi_option_guarded_sample_rate, "guarded_sample_rate", Number;
     /// Seed of the guarded-block sampling (0: random).
     GuardedSampleSeed = mi_option_guarded_sample_seed, "guarded_sample_seed", Number;
     /// Collect heaps every this many calls of the generic allocation path.
     GenericCollect = mi_option_generic_collect, "generic_collect", Number;
     /// Allow transparent huge pages (Linux and Android): 0 no, 1 yes, 2 (mimalloc 3) yes and
-    /// purge in whole 2 MiB pages. This build's default is in the README's option table.
+    /// purge in whole 2 MiB pages. Default, as this crate's build sets it: mimalloc 3: 2 on
+    /// 64-bit Linux, 0 on 32-bit Linux and Android; mimalloc 2: 1 on Linux, 0 on Android.
+    /// Elsewhere mimalloc's own (2 with mimalloc 3, 1 with mimalloc 2), which does nothing there.
+    /// `MIMALLOC_SYS_DEFAULT_ALLOW_THP` (baked) and `MIMALLOC_ALLOW_THP` override it.
+    ///
+    /// ```
+    /// use mimalloc::MiOption;
+    /// // What a default build reads, unless the environment or a baked default says otherwise.
+    /// let build = if cfg!(target_os = "android") {
+    ///     Some(0)
+    /// } else if !cfg!(target_os = "linux") {
+    ///     None
+    /// } else if cfg!(feature = "v2") {
+    ///     Some(1)
+    /// } else if cfg!(target_pointer_width = "32") {
+    ///     Some(0)
+    /// } else {
+    ///     Some(2)
+    /// };
+    /// let overridden = std::env::var_os("MIMALLOC_ALLOW_THP").is_some()
+    ///     || mimalloc_sys::BAKED_OPTION_DEFAULTS.iter().any(|(name, _)| *name == "allow_thp");
+    /// if let (Some(default), false) = (build, overridden) {
+    ///     assert_eq!(MiOption::AllowThp.get(), default);
+    /// }
+    /// ```
     AllowThp = mi_option_allow_thp, "allow_thp", Number;
 
     /// Allow visiting the blocks of exited threads' heaps (mimalloc 2).
@@ -166,7 +201,7 @@ options! {
     #[cfg(feature = "v2")]
     TargetSegmentsPerThread = mi_option_target_segments_per_thread, "target_segments_per_thread", Number;
 
-    /// Reclaim abandoned pages on free: -1 never, 0 into their own heap (default), 1 always
+    /// Reclaim abandoned pages on free: -1 never, 0 into their own heap, 1 always (default)
     /// (mimalloc 3).
     #[cfg(not(feature = "v2"))]
     PageReclaimOnFree = mi_option_page_reclaim_on_free, "page_reclaim_on_free", Number;
@@ -191,7 +226,9 @@ options! {
     /// Reclaim pages across threads only while owning fewer than this many (mimalloc 3).
     #[cfg(not(feature = "v2"))]
     PageCrossThreadMaxReclaim = mi_option_page_cross_thread_max_reclaim, "page_cross_thread_max_reclaim", Number;
-    /// The smallest purge (mimalloc 3; 0: 64 KiB, or 2 MiB with transparent huge pages).
+    /// The smallest purge (mimalloc 3; 0, the default: one arena slice, 64 KiB (32 KiB on
+    /// 32-bit targets), or the huge page size (2 MiB) where `allow_thp` is 2 and the OS has
+    /// transparent huge pages).
     #[cfg(not(feature = "v2"))]
     ArenaPurgeMinSize = mi_option_arena_purge_min_size, "arena_purge_min_size", SizeKiB;
     /// Free ranges at least this large are purged at once instead of after the purge delay

@@ -207,9 +207,9 @@ pub fn stats_json() -> rust_alloc::string::String {
 
 /// Resets the statistics counters to zero (`mi_stats_reset`, mimalloc 2 only).
 ///
-/// mimalloc 3 (3.3.2 to 3.6.0) keeps `mi_stats_reset` as a deprecated function that no longer
-/// resets anything, so with mimalloc 3 this function does not exist rather than silently do
-/// nothing: compare two [`stats`] snapshots instead.
+/// mimalloc 3.6.0 keeps `mi_stats_reset` as a deprecated function that merges the main heap's
+/// statistics and resets nothing, so with mimalloc 3 this function does not exist rather than
+/// silently do nothing: compare two [`stats`] snapshots instead.
 ///
 /// ```
 /// mimalloc::stats_reset();

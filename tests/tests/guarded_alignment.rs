@@ -121,7 +121,9 @@ fn allocator(tally: &mut Tally, what: &str, a: impl Allocator, layout: Layout) {
 #[test]
 fn child_thread_guarded_precise_blocks_keep_their_alignment() {
     if is_child() {
-        // mimalloc 3 does not sample its main thread: guarded blocks come from other threads.
+        // A thread of its own, though the main thread guards the same blocks: the rate comes
+        // from the environment, which every heap reads (a later `MiOption::set` would not
+        // reach the main thread's default heap).
         let tally = std::thread::spawn(|| {
             let heap = Heap::new();
             let mut tally = Tally::default();

@@ -2,7 +2,8 @@
 //!
 //! Design (see [`account`] for the details): one set of process-wide atomics, and a buffer per
 //! thread in thread-local storage that absorbs allocations and frees until its net change
-//! leaves a 64 KiB window; only then does the thread touch the atomics. The limit is enforced
+//! leaves a window of ±64 KiB (narrower near the limit); only then does the thread touch the
+//! atomics. The limit is enforced
 //! on the bytes handed to threads' buffers, so it holds without any shared write per call.
 
 mod account;
@@ -91,9 +92,11 @@ use core::ptr;
 ///   freed since its last flush has flushed or exited; until then it is off by at most 64 KiB
 ///   per such thread (e.g. exact right after a single-threaded program calls `flush`, or after
 ///   joining worker threads and calling `flush` on the joining thread);
-/// - peaks are the highest figures seen when a thread publishes (every allocation that does not
-///   fit in the thread's buffer publishes, so every allocation of 64 KiB or more is seen): they
-///   can miss up to 64 KiB per thread of a short-lived high point. A failed allocation of the
+/// - peaks are the highest figures seen when a thread publishes. An allocation publishes when
+///   it would take the thread's unpublished net change above +64 KiB (less near the limit), so
+///   every allocation above 128 KiB is seen, and a smaller one may not be (64 KiB right after a
+///   publication, up to 128 KiB after as much unpublished freeing): the peaks can miss up to
+///   64 KiB per thread of a short-lived high point. A failed allocation of the
 ///   inner allocator is never counted, not even in a peak, and the process peak never exceeds
 ///   the limit.
 ///

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Cheap checks that the docs name only what exists, and name everything that must be named:
+#
+#   scripts/check-docs.sh
+#
+# - every feature of mimalloc-sys and mimalloc (but `default`) is a row of the README's feature
+#   table and is named in its crate's `src/lib.rs` docs; every row of that table is a feature of
+#   `mimalloc`; every build-time feature of mimalloc-sys is forwarded by `mimalloc`;
+# - the bench driver features ARCHITECTURE.md names exist (it once named a `no_thp`);
+# - every file path in README.md, ARCHITECTURE.md, BENCHMARKS.md, bench/README.md, the crates'
+#   doc comments and .ci/run exists (relative to the repository, the document, or the
+#   ARCHITECTURE.md section's directory);
+# - the mimalloc versions the README and ARCHITECTURE.md give, and mimalloc-sys's example of
+#   DEP_MIMALLOC_VERSION, are those of the vendored headers.
+#
+# Prints every problem, then fails if there was one. Needs python3 >= 3.11 (tomllib).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+exec python3 - <<'PY'
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+problems = []
+
+
+def problem(text):
+    problems.append(text)
+
+
+def features(manifest):
+    with open(manifest, "rb") as f:
+        table = tomllib.load(f).get("features", {})
+    return {name: deps for name, deps in table.items() if name != "default"}
+
+
+def backticked(text):
+    return set(re.findall(r"`([^`\n]+)`", text))
+
+
+def section(markdown, heading):
+    """The text under `heading` (a `## ` line) up to the next heading of that level."""
+    m = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def crate_docs(path):
+    return "\n".join(l[3:] for l in Path(path).read_text().splitlines() if l.startswith("//!"))
+
+
+readme = Path("README.md").read_text()
+architecture = Path("ARCHITECTURE.md").read_text()
+
+# Features.
+table = section(readme, "Cargo features")
+if not table:
+    problem("README.md: no '## Cargo features' section")
+rows = set(re.findall(r"^\| `([^`]+)` \|", table, re.M))
+sys_features = features("mimalloc-sys/Cargo.toml")
+safe_features = features("mimalloc/Cargo.toml")
+for crate, feats in [("mimalloc-sys", sys_features), ("mimalloc", safe_features)]:
+    docs = backticked(crate_docs(f"{crate}/src/lib.rs"))
+    for name in sorted(feats):
+        if name not in rows:
+            problem(f"README.md: the feature table has no row for `{name}` ({crate}/Cargo.toml)")
+        if name not in docs:
+            problem(f"{crate}/src/lib.rs: the crate docs do not name the feature `{name}`")
+for name in sorted(rows - set(safe_features)):
+    problem(f"README.md: the feature table has a row for `{name}`, which mimalloc/Cargo.toml does not define")
+for name in sorted(sys_features):
+    if f"mimalloc-sys/{name}" not in safe_features.get(name, []):
+        problem(f"mimalloc/Cargo.toml: `{name}` does not forward mimalloc-sys/{name}")
+
+# The bench driver's features, as ARCHITECTURE.md lists them.
+driver_features = features("bench/driver/Cargo.toml")
+m = re.search(r"^- `driver`.*?cargo\s+feature \((.*?)\)", architecture, re.M | re.S)
+if not m:
+    problem("ARCHITECTURE.md: no '- `driver`' bullet listing its cargo features")
+else:
+    for name in sorted(backticked(m.group(1))):
+        for part in name.split("/"):
+            if part not in driver_features:
+                problem(f"ARCHITECTURE.md: the bench driver has no feature `{part}` (bench/driver/Cargo.toml)")
+
+# File paths.
+tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+# Files and the directories that hold them.
+tracked += sorted({str(d) for f in tracked for d in Path(f).parents if str(d) != "."})
+EXTENSIONS = (".rs", ".sh", ".c", ".h", ".md", ".toml", ".yml", ".cjs", ".lock")
+# Produced by a run (the benchmark's reports), or upstream's, not this repository's.
+NOT_FILES_HERE = {"results.md", "results.svg", "samples.csv", "instructions.md", "test-stress.c",
+                  ".cargo/config.toml"}
+
+
+def looks_like_path(token):
+    if token in NOT_FILES_HERE or token.startswith(("target/", "/", "http")):
+        return False
+    if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", token) or "..." in token:
+        return False
+    return "/" in token or token.endswith(EXTENSIONS)
+
+
+def exists(token, bases):
+    path = token.rstrip("/")
+    for base in bases:
+        if Path(os.path.normpath(os.path.join(base, path))).exists():
+            return True
+    # A file named by its last components (`memory_tools.rs`, `tests/abi.rs`) under a base.
+    for base in bases:
+        prefix = f"{base}/" if base else ""
+        if any(f.startswith(prefix) and (f == prefix + path or f.endswith("/" + path)) for f in tracked):
+            return True
+    return False
+
+
+def check_paths(name, text, bases_for_line=None):
+    for number, line in enumerate(text.splitlines(), 1):
+        bases = bases_for_line(line) if bases_for_line else [""]
+        for token in backticked(line):
+            if looks_like_path(token) and not exists(token, bases):
+                problem(f"{name}:{number}: `{token}` does not exist")
+
+
+for doc in ["README.md", "BENCHMARKS.md", "bench/README.md"]:
+    here = str(Path(doc).parent) if "/" in doc else ""
+    check_paths(doc, Path(doc).read_text(), lambda line, here=here: ["", here] if here else [""])
+
+# ARCHITECTURE.md: paths are relative to the repository or to their section (`### `dir/``).
+current = [""]
+
+
+def architecture_bases(line):
+    m = re.match(r"^### `([^`]+)`", line)
+    if m:
+        current[0] = m.group(1).rstrip("/")
+    return ["", current[0]]
+
+
+check_paths("ARCHITECTURE.md", architecture, architecture_bases)
+
+for crate in ["mimalloc", "mimalloc-sys"]:
+    for source in sorted(Path(crate).rglob("*.rs")):
+        if "bindings" in source.parts:
+            continue
+        lines = source.read_text().splitlines()
+        docs = "\n".join(l.strip()[3:] if l.strip().startswith(("///", "//!")) else "" for l in lines)
+        check_paths(str(source), docs, lambda line, crate=crate: ["", crate])
+
+for number, line in enumerate(Path(".ci/run").read_text().splitlines(), 1):
+    for script in re.findall(r"\bscripts/[A-Za-z0-9_.\-]+", line):
+        if not Path(script).exists():
+            problem(f".ci/run:{number}: {script} does not exist")
+
+# Versions.
+def version(v):
+    header = Path(f"vendor/mimalloc/{v}/include/mimalloc.h").read_text()
+    number = int(re.search(r"#define MI_MALLOC_VERSION (\d+)", header).group(1))
+    return number, f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
+
+
+(v3_number, v3), (v2_number, v2) = version("v3"), version("v2")
+v2_row = re.search(r"^\| `v2` \|.*$", table, re.M)
+if not v2_row or f"({v2})" not in v2_row.group(0) or f"({v3})" not in v2_row.group(0):
+    problem(f"README.md: the `v2` row does not give the vendored versions ({v2}) and ({v3})")
+for v, text in [("v3", v3), ("v2", v2)]:
+    if f"`mimalloc/{v}` ({text}" not in architecture:
+        problem(f"ARCHITECTURE.md: does not say `mimalloc/{v}` ({text}), the vendored version")
+for source in ["mimalloc-sys/src/lib.rs", "mimalloc-sys/build.rs"]:
+    for number, line in enumerate(Path(source).read_text().splitlines(), 1):
+        for example in re.findall(r"e\.g\. `(\d{5})`", line):
+            if int(example) != v3_number:
+                problem(f"{source}:{number}: the example version `{example}` is not the vendored {v3_number}")
+
+for p in problems:
+    print(f"check-docs: {p}", file=sys.stderr)
+if problems:
+    sys.exit(f"check-docs: {len(problems)} problem(s)")
+print("check-docs: features, paths and versions in the docs match the code")
+PY
