@@ -8,7 +8,7 @@
 #   `mimalloc`; every build-time feature of mimalloc-sys is forwarded by `mimalloc`;
 # - the bench driver features ARCHITECTURE.md names exist (it once named a `no_thp`);
 # - every file path in README.md, ARCHITECTURE.md, BENCHMARKS.md, bench/README.md, the crates'
-#   doc comments and .ci/run exists (relative to the repository, the document, or the
+#   doc comments and CI files exists (relative to the repository, the document, or the
 #   ARCHITECTURE.md section's directory);
 # - the mimalloc versions the README and ARCHITECTURE.md give, and mimalloc-sys's example of
 #   DEP_MIMALLOC_VERSION, are those of the vendored headers.
@@ -149,10 +149,11 @@ for crate in ["mimalloc", "mimalloc-sys"]:
         docs = "\n".join(l.strip()[3:] if l.strip().startswith(("///", "//!")) else "" for l in lines)
         check_paths(str(source), docs, lambda line, crate=crate: ["", crate])
 
-for number, line in enumerate(Path(".ci/run").read_text().splitlines(), 1):
-    for script in re.findall(r"\bscripts/[A-Za-z0-9_.\-]+", line):
-        if not Path(script).exists():
-            problem(f".ci/run:{number}: {script} does not exist")
+for ci_file in (".ci/run", ".ci/lanes.sh", ".ci/lib.sh", ".github/workflows/ci.yml"):
+    for number, line in enumerate(Path(ci_file).read_text().splitlines(), 1):
+        for script in re.findall(r"\bscripts/[A-Za-z0-9_.\-]+", line):
+            if not Path(script).exists():
+                problem(f"{ci_file}:{number}: {script} does not exist")
 
 # Versions.
 def version(v):
