@@ -55,6 +55,9 @@ extern crate alloc as rust_alloc;
 extern crate std;
 
 mod macros;
+#[cfg(all(miri, mimalloc_runs))]
+#[doc(hidden)]
+pub use crate::macros::MiriAllocator;
 
 // Everything below exists only where mimalloc runs: `mimalloc-sys`'s build plan decides that
 // (`build/plan.rs`, `Decision::Skip` for targets without an OS) and publishes it, and this

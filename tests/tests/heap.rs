@@ -58,13 +58,27 @@ fn impossible_requests_fail_cleanly() {
     let heap = Heap::new();
     let huge = Layout::from_size_align(isize::MAX as usize - 4095, 4096).unwrap();
     if cfg!(target_pointer_width = "32") {
-        // 2 GiB of a 4 GiB address space: possible. Served or refused, nothing else.
-        if let Ok(p) = heap.allocate(huge) {
-            // SAFETY: a live block of `huge.size()` bytes, freed once.
-            unsafe {
-                p.as_ptr().write(1);
-                p.as_ptr().add(huge.size() - 1).write(1);
-                heap.deallocate(p, huge);
+        // 2 GiB of a 4 GiB address space is possible, and may be served: then a second one,
+        // with the first still live, is not (the two would leave less than the 8 KiB the
+        // program's own code and stack take).
+        match heap.allocate(huge) {
+            Ok(first) => {
+                assert_eq!(first.as_ptr() as usize % 4096, 0, "misaligned");
+                // SAFETY: a live block of `huge.size()` bytes from mimalloc, freed once, below.
+                unsafe {
+                    assert!(mimalloc::usable_size(first.as_ptr()) >= huge.size());
+                    first.as_ptr().write(1);
+                    first.as_ptr().add(huge.size() - 1).write(1);
+                }
+                assert_eq!(heap.allocate(huge), Err(mimalloc::AllocError));
+                assert_eq!(heap.allocate_zeroed(huge), Err(mimalloc::AllocError));
+                assert!(Allocator::allocate(&&heap, huge).is_err());
+                // SAFETY: `first` is live, from this heap, with this layout.
+                unsafe { heap.deallocate(first, huge) };
+            }
+            // Refused cleanly (no abort, no bogus block): what the test is for.
+            Err(mimalloc::AllocError) => {
+                println!("a 2 GiB block was refused in this process's address space")
             }
         }
         return;

@@ -5,9 +5,12 @@
 //!
 //! | misuse | default | `secure` | `debug` |
 //! |--------|---------|----------|---------|
-//! | double free | not noticed: the block is handed out twice (v2: again and again) | message, free ignored | message, free ignored |
-//! | free of a stack address | crash (SIGSEGV) | v3: ignored silently; v2: message and ignored, or a crash | v3: failed assertion, abort; v2: crash |
-//! | overflow into a free block | the corrupted free-list link is handed out: crash | message, abort | message, abort |
+//! | double free | not noticed: the block is handed out again and again (the free list has a cycle) | message, free ignored | message, free ignored |
+//! | free of memory mimalloc never returned (v3: a stack address; v2: zeroed memory where a segment header would be) | v3: crash (SIGSEGV); v2: "corrupted meta-data" message, survives | v3: ignored silently; v2: message and ignored | v3: message, crash; v2: message and ignored |
+//! | overflow into a free block | the corrupted free-list link is handed out: crash (SIGSEGV) | message, abort | message, abort |
+//!
+//! Elsewhere than x86_64 Linux, each case asserts what does not depend on the address-space
+//! layout, and prints `SKIPPED` for the part that does.
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::{is_child, run_child_with_timeout, ChildRun};
@@ -72,24 +75,49 @@ fn child_double_free_is_caught_by_secure_and_debug() {
         assert!(run.succeeded(), "the child did not survive the double free");
         assert_eq!(duplicates, Some(0), "a block was handed out twice");
     } else {
-        // Without the checks nothing is noticed, and the heap is corrupt: the same block is
-        // handed out twice (or the child loops or crashes). If this ever changes, the README
-        // and the table above need updating.
+        // Without the checks nothing is noticed, and the heap is corrupt. If this ever
+        // changes, the README and the table above need updating.
+        // The second free pushes the block on its page's free list again, whose link then
+        // points to the block itself: it is handed out again and again, and the child goes on.
         assert!(!message, "a default build reported the double free");
         assert!(
-            duplicates.map_or(true, |d| d > 0),
-            "a default build survived a double free cleanly"
+            run.succeeded(),
+            "a default build did not survive: {:?}",
+            run.status
+        );
+        assert!(
+            duplicates.map_or(false, |d| d > 0),
+            "a default build handed out no block twice after a double free: {duplicates:?}"
         );
     }
+}
+
+/// Memory mimalloc 2 takes for a segment when given a pointer into it: zeroed, so its cookie
+/// cannot match, at the address any pointer in its first 16 MiB rounds down to (mimalloc 2's
+/// segments are 32 MiB on 64-bit targets and 16 MiB on 32-bit ones). A stack address instead
+/// rounds down to whatever the address-space layout put there, mapped or not: a message or a
+/// crash by chance.
+fn zeroed_fake_segment() -> *mut u8 {
+    let layout = Layout::from_size_align(32 << 20, 32 << 20).unwrap();
+    // SAFETY: a non-zero size; the block is never freed (the child process exits).
+    let region = unsafe { std::alloc::System.alloc_zeroed(layout) };
+    assert!(!region.is_null());
+    region
 }
 
 #[test]
 fn child_free_of_a_pointer_mimalloc_never_returned() {
     if is_child() {
         let mut on_the_stack = [0u64; 16];
-        // SAFETY: none; freeing a stack address is the point.
+        let foreign: *mut u8 = if V2 {
+            // SAFETY: 4096 bytes into a 32 MiB block.
+            unsafe { zeroed_fake_segment().add(4096) }
+        } else {
+            on_the_stack.as_mut_ptr().cast()
+        };
+        // SAFETY: none; freeing memory mimalloc never returned is the point.
         unsafe {
-            MiMalloc.dealloc(on_the_stack.as_mut_ptr().cast(), small());
+            MiMalloc.dealloc(foreign, small());
             let p = MiMalloc.alloc(small());
             p.write_bytes(1, SMALL);
             MiMalloc.dealloc(p, small());
@@ -104,38 +132,53 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
     let survived = run.succeeded() && run.stdout.contains("SURVIVED");
     assert!(!run.hung(), "the child hung");
     if V2 && (SECURE || DEBUG) {
-        // Checked, mimalloc 2 reads the segment header at the address rounded down to a
-        // segment: a message if that memory is mapped, a crash if not (it depends on the
-        // stack's place).
+        // Checked, mimalloc 2 finds no valid cookie in the segment header and ignores the free.
         assert!(
-            (reported && survived) || (!reported && !survived),
-            "reported: {reported}, survived: {survived}"
+            run.stderr.contains("does not point to a valid heap space"),
+            "{}",
+            run.stderr
         );
+        assert!(survived, "the checks did not keep the child alive");
     } else if V2 {
-        // Unchecked, mimalloc 2 takes whatever lies at the address rounded down to a segment
-        // for a segment header: a crash if nothing is mapped there, a warning about corrupted
-        // meta-data or nothing at all if something is. Either way it is not detected as a
-        // foreign pointer, which is what `secure` and `debug` are for.
+        // Unchecked, mimalloc 2 takes the zeroed memory for a segment header without a look
+        // at its cookie, and trips only over the page's block size of 0 when it computes the
+        // block's start (`mi_page_ptr_unalign`): a corrupted meta-data message (EFAULT, which
+        // aborts only in `secure` and `debug` builds), and the free goes on into the fake page.
+        // The pointer is not recognised as foreign, which is what `secure` and `debug` are for.
         assert!(
             !run.stderr.contains("does not point to a valid heap space"),
             "mimalloc 2 checked a pointer without `secure` or `debug`: {}",
             run.stderr
         );
-        println!("mimalloc 2 unchecked: survived {survived}, reported {reported}");
+        assert!(
+            run.stderr
+                .contains("reading from invalid page, possibly corrupted meta-data"),
+            "{}",
+            run.stderr
+        );
+        assert!(survived, "{run:?}");
     } else {
         assert_eq!(reported, DEBUG, "error message expected: {DEBUG}");
         if DEBUG && !SECURE {
-            // mimalloc 3.6.0 debug builds stop at the failed assertion that the pointer is in
-            // the heap.
-            assert!(!survived, "a debug build survived its failed assertion");
+            // mimalloc 3.6.0 debug builds report the invalid pointer, then read the page meta
+            // data the unchecked lookup found anyway.
+            assert!(!survived, "a debug build survived a foreign free");
         } else if SECURE {
             assert!(survived, "the checks did not keep the child alive");
         } else if cfg!(all(target_os = "linux", target_pointer_width = "64")) {
-            // Elsewhere it may be ignored: on Windows, and on 32-bit targets, where the page
-            // map covers the whole address space and reads as empty for the stack.
+            // The page map has no part for the stack's range: reading it faults.
             assert!(
                 !survived,
                 "a default build survived a foreign free on Linux"
+            );
+        } else {
+            // Elsewhere the unchecked lookup reads what lies at the stack address rounded down
+            // (the page meta data's alignment, or a page map entry), which depends on where the
+            // OS put the stack: not established for this platform.
+            mimalloc_tests::skip(
+                "child_free_of_a_pointer_mimalloc_never_returned (default build outcome)",
+                "outside x86_64 Linux, what mimalloc 3 does with a stack address depends on the \
+                 address-space layout",
             );
         }
     }
@@ -169,10 +212,74 @@ fn child_overflow_into_a_free_block_is_caught_by_secure_and_debug() {
     }
     let run = child("child_overflow_into_a_free_block_is_caught_by_secure_and_debug");
     assert!(!run.hung(), "the child hung");
-    assert!(
-        !run.succeeded(),
-        "an overflow into a free block's link went unnoticed and did no harm?"
-    );
     let message = run.stderr.contains("corrupted free list entry");
     assert_eq!(message, SECURE || DEBUG, "corruption reported");
+    let end = ending(&run);
+    if SECURE || DEBUG {
+        // The link is checked before it is followed: mimalloc reports it as EFAULT, which
+        // aborts in `secure` and `debug` builds (`mi_error_default`).
+        assert_eq!(end, End::Abort, "{run:?}");
+    } else if let Some(tool) = mimalloc_tests::memory_tool() {
+        assert!(!run.succeeded(), "{run:?}");
+        mimalloc_tests::skip(
+            "child_overflow_into_a_free_block_is_caught_by_secure_and_debug (kind of crash)",
+            &format!("{tool} handles the fault itself and exits with its own status"),
+        );
+    } else if cfg!(target_pointer_width = "64") {
+        // 0x4141414141414141 is handed out as a block: not a canonical address, so the first
+        // write to it faults.
+        assert_eq!(end, End::Fault, "{run:?}");
+    } else {
+        // 0x41414141 is an ordinary address in a 32-bit process: whether the write to it faults
+        // or lands in some mapping depends on the address-space layout; either way the child
+        // must not finish cleanly.
+        assert!(
+            !run.succeeded(),
+            "an overflow into a free block's link went unnoticed and did no harm?"
+        );
+        mimalloc_tests::skip(
+            "child_overflow_into_a_free_block_is_caught_by_secure_and_debug (kind of crash)",
+            "on 32-bit targets the corrupted link 0x41414141 may be a mapped address",
+        );
+    }
+}
+
+/// How a child process ended, as far as the tests tell endings apart.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// Exited by itself with this code.
+    Exited(i32),
+    /// Killed for a bad memory access: SIGSEGV, or on Windows an access violation.
+    Fault,
+    /// `abort()`: SIGABRT, or on Windows (msvcrt's `abort`) exit code 3.
+    Abort,
+    /// Killed by another signal.
+    Signal(i32),
+    /// Still running at the deadline.
+    Hung,
+}
+
+fn ending(run: &ChildRun) -> End {
+    let status = match run.status {
+        Some(status) => status,
+        None => return End::Hung,
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        match status.signal() {
+            Some(libc::SIGSEGV) => return End::Fault,
+            Some(libc::SIGABRT) => return End::Abort,
+            Some(signal) => return End::Signal(signal),
+            None => {}
+        }
+    }
+    match status.code() {
+        #[cfg(windows)]
+        Some(code) if code as u32 == 0xC000_0005 => End::Fault,
+        #[cfg(windows)]
+        Some(3) => End::Abort,
+        Some(code) => End::Exited(code),
+        None => End::Signal(-1),
+    }
 }

@@ -96,17 +96,83 @@ fn json_is_a_document_with_the_counters() {
     );
 }
 
-/// The calling thread's counters reach the process-wide ones.
+/// A thread's counters reach the process-wide ones when it merges them, and not before: seen
+/// from another thread, since mimalloc 3.6's `mi_stats_get` merges the caller's own. The figure
+/// is `pages`, which both versions count per thread in every build (the per-block counters
+/// exist only with `debug`). In a process of its own: another test's thread exiting would merge
+/// its pages at any moment.
 #[test]
-fn merge_publishes_this_threads_counters() {
-    let block = vec![1u8; 2 << 20];
-    mimalloc::stats_merge();
-    let now = stats();
-    if let Some(allocated) = now.allocated {
-        assert!(allocated.current >= 2 * MIB, "{now:?}");
+fn child_merge_publishes_a_threads_counters() {
+    const TEST: &str = "child_merge_publishes_a_threads_counters";
+    if !mimalloc_tests::is_child() {
+        let out = mimalloc_tests::run_child(TEST, &[]);
+        assert!(out.status.success(), "{out:?}");
+        return;
     }
+    std::thread::spawn(merge_publishes_a_threads_counters)
+        .join()
+        .unwrap();
+}
+
+/// The process-wide pages allocated so far (the calling thread's own merged first in 3.6).
+fn pages_total() -> i64 {
+    let mut raw = mimalloc_sys::mi_stats_t {
+        size: std::mem::size_of::<mimalloc_sys::mi_stats_t>(),
+        version: mimalloc_sys::MI_STAT_VERSION as usize,
+        ..Default::default()
+    };
+    // SAFETY: `raw` is a writable `mi_stats_t` whose header names its size and version.
+    assert!(unsafe { mimalloc_sys::mi_stats_get(&mut raw) });
+    raw.pages.total
+}
+
+fn merge_publishes_a_threads_counters() {
+    // One block in each of four size classes: four fresh pages of the worker (no thread exited
+    // in this process, so there is no abandoned page to reclaim instead), and few bytes, far
+    // below the 512 KiB of churn after which mimalloc 3 merges a thread's counters by itself
+    // (`stats_merge_threshold`).
+    const SIZES: [usize; 4] = [24, 200, 1000, 3000];
+    // `Barrier::wait` allocates nothing, so this thread gains no page between its readings.
+    let step = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let worker = {
+        let step = std::sync::Arc::clone(&step);
+        std::thread::spawn(move || {
+            step.wait();
+            let blocks: Vec<Vec<u8>> = SIZES.iter().map(|&n| vec![1u8; n]).collect();
+            step.wait(); // allocated
+            step.wait(); // read unmerged
+            mimalloc::stats_merge();
+            step.wait(); // merged
+            step.wait(); // read merged
+            let live: usize = blocks.iter().map(Vec::len).sum();
+            live
+        })
+    };
+    let before = pages_total();
+    step.wait();
+    step.wait();
+    let unmerged = pages_total();
+    step.wait();
+    step.wait();
+    let merged = pages_total();
+    step.wait();
+    let live = worker.join().unwrap();
+    assert_eq!(
+        unmerged, before,
+        "the worker's pages reached the process-wide figure before it merged"
+    );
+    assert!(
+        merged - unmerged >= SIZES.len() as i64,
+        "the worker's merge added {} pages, for at least {} fresh ones",
+        merged - unmerged,
+        SIZES.len()
+    );
+    let now = stats();
     assert!(now.threads.current >= 1);
-    drop(block);
+    if let Some(allocated) = now.allocated {
+        // The worker's blocks were freed by now; its merged total counts them.
+        assert!(allocated.total >= live as i64, "{now:?}");
+    }
 }
 
 #[test]
