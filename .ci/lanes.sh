@@ -74,6 +74,14 @@ lane_nightly() { # core::alloc::Allocator, and the compile-fail doc tests with t
   suite "nightly doc tests (v2)" cargo +nightly test -p mimalloc --doc --features std,allocator-api2,v2
 }
 
+lane_miri() { # a #![no_std] product with assign_global! runs under Miri (on Miri's own heap)
+  have_nightly || { skipped "miri lane: no nightly toolchain on this machine"; return 0; }
+  cargo +nightly miri --version >/dev/null 2>&1 ||
+    rustup +nightly component add miri rust-src >/dev/null 2>&1 ||
+    { skipped "miri lane: the nightly toolchain has no Miri, and rustup could not add it"; return 0; }
+  suite "miri: no_std product" cargo +nightly miri test -p mimalloc-test-no-std-product
+}
+
 lane_baked() { # option defaults compiled in: lane baked [CC ...] (default: gcc clang)
   local cc cc_env
   # "platform": the compiler cc-rs picks (MSVC's cl.exe on Windows, where a TLS callback

@@ -20,6 +20,7 @@ DEFAULT_MANIFESTS = [
     "mimalloc/Cargo.toml",
     "tests/Cargo.toml",
     "tests/plugin/Cargo.toml",
+    "tests/no-std-product/Cargo.toml",
     "examples/product/Cargo.toml",
 ]
 
