@@ -249,7 +249,8 @@ fn child_overflow_into_a_free_block_is_caught_by_secure_and_debug() {
 enum End {
     /// Exited by itself with this code.
     Exited(i32),
-    /// Killed for a bad memory access: SIGSEGV, or on Windows an access violation.
+    /// Killed for a bad memory access: SIGSEGV, or on Windows an access violation (under Wine,
+    /// its debugger's exit after naming the page fault).
     Fault,
     /// `abort()`: SIGABRT, or on Windows (msvcrt's `abort`) exit code 3.
     Abort,
@@ -277,6 +278,15 @@ fn ending(run: &ChildRun) -> End {
     match status.code() {
         #[cfg(windows)]
         Some(code) if code as u32 == 0xC000_0005 => End::Fault,
+        // Wine hands an unhandled exception to its debugger, which names the fault and exits
+        // with STATUS_DEBUGGER_INACTIVE instead of the exception's code.
+        #[cfg(windows)]
+        Some(code)
+            if code as u32 == 0xC000_0354
+                && (run.stdout.contains("page fault") || run.stderr.contains("page fault")) =>
+        {
+            End::Fault
+        }
         #[cfg(windows)]
         Some(3) => End::Abort,
         Some(code) => End::Exited(code),
