@@ -128,10 +128,10 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
 /// mimalloc reads from the OS there). `None` under an emulator (qemu-user's figure would be
-/// qemu's, Wine's is made up) and elsewhere. mimalloc's own `current_rss` on Linux is its
+/// qemu's, Wine's is made up; a `qemu-system` guest's kernel counts for real) and elsewhere. mimalloc's own `current_rss` on Linux is its
 /// committed memory, which purged memory still counts in: see `mimalloc::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
-    if emulator().is_some() {
+    if os_emulator().is_some() {
         return None;
     }
     if cfg!(any(windows, target_os = "macos")) {
@@ -155,11 +155,20 @@ fn resident_bytes_from_proc() -> Option<usize> {
 }
 
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
-/// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` or `native` (a 32-bit binary on this kernel).
+/// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` (qemu-user), `qemu-system` (a whole emulated
+/// machine running its own Linux kernel, `scripts/system-test.sh`) or `native` (a 32-bit
+/// binary on this kernel).
 pub fn emulator() -> Option<String> {
     std::env::var("MIMALLOC_TESTS_EMULATOR")
         .ok()
         .filter(|e| !e.is_empty() && e != "native")
+}
+
+/// The emulator, if it stands in for the OS kernel (Wine, qemu-user), so that what the OS
+/// reports or does with address space is the emulator's own doing. Under `qemu-system` a real
+/// kernel runs in the guest and answers as a native one does, only slower.
+pub fn os_emulator() -> Option<String> {
+    emulator().filter(|e| e != "qemu-system")
 }
 
 /// The memory tool this build runs under (`asan`, `tsan` or `valgrind` feature), if any.
@@ -184,7 +193,7 @@ pub fn no_huge_reservations() -> Option<String> {
             "{tool} does not model huge address-space reservations"
         ));
     }
-    emulator().map(|e| format!("{e} does not model huge address-space reservations"))
+    os_emulator().map(|e| format!("{e} does not model huge address-space reservations"))
 }
 
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
