@@ -79,9 +79,11 @@ fetch_guest_parts() {
   busybox="$dir/unpacked/bin/busybox"
 }
 
-# The guest's PID 1: mounts what the tests use, runs each binary under a watchdog with its
-# output in a file, prints the output between markers, powers off. libtest 1.63's channel
-# race (see run_binary in cross-test.sh) is retried here, the same way, with one test thread.
+# The guest's PID 1: mounts what the tests use and runs the binaries, two at a time (a binary
+# whose last test runs alone would leave the second CPU idle), each under a watchdog with its
+# output in a file; prints each binary's output between markers once it is done, one binary
+# at a time, and powers off. libtest 1.63's channel race (see run_binary in cross-test.sh) is
+# retried here, the same way, with one test thread.
 write_init() {
   local file=$1
   cat >"$file" <<'INIT'
@@ -93,36 +95,51 @@ mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t devtmpfs devtm
 cd "$WS"
 
 run_once() { # exe args...: the exit status in $status, 124 if the watchdog killed it
-  rm -f /tmp/timed-out
-  "$@" >/tmp/out 2>&1 &
+  rm -f "$flag"
+  "$@" >"$out" 2>&1 </dev/null &
   pid=$!
-  (sleep "$TIMEOUT"; touch /tmp/timed-out; kill -KILL "$pid") 2>/dev/null &
+  (sleep "$TIMEOUT"; touch "$flag"; kill -KILL "$pid") 2>/dev/null &
   watchdog=$!
   status=0
   wait "$pid" || status=$?
   kill "$watchdog" 2>/dev/null
-  [ -e /tmp/timed-out ] && status=124
+  [ -e "$flag" ] && status=124
   return 0
 }
 
 channel_race() {
-  [ "$status" -ne 0 ] && grep -q 'sync/mpsc/mpsc_queue.rs' /tmp/out && ! grep -qE '^test .* FAILED$' /tmp/out
+  [ "$status" -ne 0 ] && grep -q 'sync/mpsc/mpsc_queue.rs' "$out" && ! grep -qE '^test .* FAILED$' "$out"
 }
 
-while read -r exe; do
-  name=${exe##*/}
-  run_once "$exe" $ARGS
+run_binary() { # exe: prints its block to the console
+  name=${1##*/} out=/tmp/out.${1##*/} flag=/tmp/timed-out.${1##*/} block=/tmp/block.${1##*/}
+  : >"$block"
+  run_once "$1" $ARGS
   for attempt in 1 2; do
     if channel_race; then
-      echo "RETRIED $name $attempt"
-      run_once "$exe" $RETRY_ARGS
+      echo "RETRIED $name $attempt" >>"$block"
+      run_once "$1" $RETRY_ARGS
     fi
   done
-  echo "BEGIN $name"
-  cat /tmp/out
-  echo
-  echo "EXIT $name $status"
-done </binaries
+  { echo "BEGIN $name"; cat "$out"; echo; echo "EXIT $name $status"; } >>"$block"
+  # busybox-static has no flock; mkdir is atomic, and the lock is held for one cat.
+  until mkdir /tmp/console.lock 2>/dev/null; do sleep 1; done
+  cat "$block"
+  rmdir /tmp/console.lock
+}
+
+worker() { # takes each binary no other worker took (mkdir is atomic)
+  while read -r exe; do
+    mkdir "/tmp/claim.${exe##*/}" 2>/dev/null && run_binary "$exe"
+  done </binaries
+}
+
+# By process id: PID 1 inherits the watchdogs' orphaned sleeps, which a bare wait would await.
+worker &
+first=$!
+worker &
+second=$!
+wait "$first" "$second"
 echo "GUEST DONE"
 poweroff -f
 INIT

@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests in `tests/tests/`.
 //!
 //! The tests use the workspace's crates the way a product does. They run natively and, through
-//! `scripts/cross-test.sh`, under Wine, qemu-user and as 32-bit binaries, so everything here
-//! must also build with the MSRV (Rust 1.63).
+//! `scripts/cross-test.sh`, under Wine, in emulated ARM machines (qemu-system) and as 32-bit
+//! binaries, so everything here must also build with the MSRV (Rust 1.63).
 
 pub mod model;
 pub mod rng;
@@ -127,9 +127,10 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
 
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
-/// mimalloc reads from the OS there). `None` under an emulator (qemu-user's figure would be
-/// qemu's, Wine's is made up; a `qemu-system` guest's kernel counts for real) and elsewhere. mimalloc's own `current_rss` on Linux is its
-/// committed memory, which purged memory still counts in: see `mimalloc::Stats::committed`.
+/// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
+/// (qemu-user's figure would be qemu's, Wine's is made up; a `qemu-system` guest's kernel counts
+/// for real) and elsewhere. mimalloc's own `current_rss` on Linux is its committed memory, which
+/// purged memory still counts in: see `mimalloc::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
     if os_emulator().is_some() {
         return None;
