@@ -202,7 +202,11 @@ pub fn no_huge_reservations() -> Option<String> {
 /// cross-test script collects these lines). Never used to hide a failure.
 pub fn skip(test: &str, why: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    // One write: `writeln!` on the unbuffered stderr makes a system call per formatted piece,
+    // and the log is one file for stdout and stderr, where the harness's lines could land
+    // between them and the line no longer start with `SKIPPED `.
+    let line = format!("SKIPPED {test}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Runs this very test binary again as a child process, running only `test` (exact name) with
