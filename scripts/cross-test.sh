@@ -7,8 +7,8 @@
 #   TARGET   x86_64-unknown-linux-gnu   the MSRV lane: native, including doc tests
 #            i686-unknown-linux-gnu     32-bit x86, run natively
 #            x86_64-pc-windows-gnu      run under Wine
-#            aarch64-unknown-linux-gnu  run under qemu-user
-#            armv7-unknown-linux-gnueabihf  run under qemu-user
+#            aarch64-unknown-linux-gnu  run in one boot of qemu-system-aarch64 per feature set
+#            armv7-unknown-linux-gnueabihf  the same with qemu-system-arm (scripts/system-test.sh)
 #            wasm32-unknown-unknown     build only: a product that calls assign_global!() must
 #                                       build, with no mimalloc in it (no OS to get memory from)
 #   FEATURES one run per argument, each a comma-separated feature list of mimalloc-tests
@@ -37,8 +37,10 @@ triple_env=$(echo "$target" | tr 'a-z-' 'A-Z_')
 emulator=native
 runner=()
 packages=(rustc cargo)
-harness_args=(--skip product_)
-skip_reasons=("product_*: they run cargo, which the test machine of a cross target does not have")
+# Skips name whole tests (--exact), so that a skip never drops another test sharing a word.
+product_tests=(product_with_and_without_the_feature product_as_a_git_dependency)
+harness_args=(--exact "${product_tests[@]/#/--skip=}")
+skip_reasons=("${product_tests[*]}: they run cargo, which the test machine of a cross target does not have")
 case "$target" in
   x86_64-unknown-linux-gnu) ;;
   i686-unknown-linux-gnu)
@@ -52,29 +54,25 @@ case "$target" in
     # Debian's rustc links wasm with /usr/bin/rust-lld, a symlink to lld-14 (only recommended).
     packages+=(libstd-rust-dev-wasm32 lld-14) ;;
   aarch64-unknown-linux-gnu)
-    arch=arm64; packages+=(libstd-rust-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+    arch=arm64; packages+=(libstd-rust-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
     linker=aarch64-linux-gnu-gcc
-    emulator=qemu; runner=(qemu-aarch64 -L /usr/aarch64-linux-gnu) ;;
+    emulator=qemu-system ;;
   armv7-unknown-linux-gnueabihf)
-    arch=armhf; packages+=(libstd-rust-dev:armhf gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user)
+    arch=armhf; packages+=(libstd-rust-dev:armhf gcc-arm-linux-gnueabihf libc6-dev-armhf-cross)
     linker=arm-linux-gnueabihf-gcc
-    emulator=qemu; runner=(qemu-arm -L /usr/arm-linux-gnueabihf) ;;
+    emulator=qemu-system ;;
   *) echo "unsupported target $target" >&2; exit 2 ;;
 esac
-if [ "$emulator" != native ]; then
-  # Alignments of 2^31..2^62 make mimalloc ask for that much address space: Wine then reserves
-  # it for real until the kernel kills it, and qemu-user emulates the guest's address space.
-  harness_args+=(--skip absurd_alignments_are_aligned_or_null)
+if [ "$emulator" = wine ]; then
+  # Alignments of 2^31..2^62 make mimalloc ask for that much address space, which Wine then
+  # reserves for real until the kernel kills it. (The guest kernel of the ARM lanes refuses
+  # such requests as a native one does.)
+  harness_args+=(--skip=absurd_alignments_are_aligned_or_null)
   skip_reasons+=("absurd_alignments_are_aligned_or_null: $emulator does not model huge address-space reservations")
 fi
-if [ "$emulator" = qemu ]; then
-  # qemu-user on this machine hangs as soon as a guest process starts a second thread (a plain
-  # C pthread program too): run the harness on its main thread and leave out the tests that
-  # spawn threads (their names contain "thread", a convention of this test suite) and the
-  # tests that re-run the test binary as a child process (named "child_").
-  harness_args+=(--test-threads=1 --skip thread --skip child_)
-  skip_reasons+=("*thread*: qemu-user here hangs when a guest starts a second thread"
-                 "*child_*: they re-run the test binary, which needs threads under the harness")
+if [ "$emulator" = qemu-system ]; then
+  # The guest has two CPUs (scripts/system-test.sh); more test threads would only queue.
+  harness_args+=(--test-threads=2)
 fi
 
 # --- install (idempotent and quiet) ----------------------------------------------------------
@@ -130,7 +128,8 @@ fi
 export MIMALLOC_TESTS_EMULATOR="$emulator"
 
 total_passed=0 total_failed=0 total_ignored=0 total_skipped=0 broken=0
-run_binary() { # run one test binary, add its counts to the totals
+broken_names=() retried_names=() runtime_skips=()
+run_binary() { # run one test binary here (natively or under the runner), then count it
   local exe=$1 label=$2 log_file
   log_file=$(mktemp)
   local status=0
@@ -140,28 +139,31 @@ run_binary() { # run one test binary, add its counts to the totals
   # itself panics in `mpsc_queue.rs` after the tests passed (the i686 v2 heap binary twice in a
   # row here). That one failure, with no test reported failed, is run again, up to twice, with
   # one test thread (fewer senders racing on the channel), and said so.
-  local attempt retry_args=("${harness_args[@]}")
+  local attempt retries=0 retry_args=("${harness_args[@]}")
   [[ " ${harness_args[*]} " == *" --test-threads=1 "* ]] || retry_args+=(--test-threads=1)
   for attempt in 1 2; do
     if [ "$status" -ne 0 ] && grep -q 'sync/mpsc/mpsc_queue.rs' "$log_file" &&
       ! grep -qE '^test .* FAILED$' "$log_file"; then
-      echo "    [$label] RETRIED ($attempt): libtest 1.63's channel panicked in mpsc_queue.rs (rust-lang/rust#94518), no test had failed"
-      status=0
+      retries=$attempt status=0
       (cd "$ws" && timeout 900 "${runner[@]}" "$exe" "${retry_args[@]}") >"$log_file" 2>&1 || status=$?
     fi
   done
-  local result
+  count_binary "$label" "$log_file" "$status" "$retries"
+  rm -f "$log_file"
+}
+
+# Adds what one binary did to the totals: its `test result:` line, its `SKIPPED ` lines and
+# its exit status (124: timed out; "none": it never finished). A binary that exits non-zero
+# with no failed test (a crash at exit, an FLS teardown fault, a timeout after the last test)
+# is broken even though it printed `test result: ok`.
+count_binary() {
+  local label=$1 log_file=$2 status=$3 retries=$4 result p=0 f=0 i=0 s=0 line attempt
+  for ((attempt = 1; attempt <= retries; attempt++)); do
+    echo "    [$label] RETRIED ($attempt): libtest 1.63's channel panicked in mpsc_queue.rs (rust-lang/rust#94518), no test had failed"
+  done
+  [ "$retries" -gt 0 ] && retried_names+=("$label")
   result=$(grep -E '^test result:' "$log_file" | tail -1 || true)
-  if [ "$status" -ne 0 ] || [ -z "$result" ]; then
-    grep -E '^SKIPPED |^test .* FAILED$|panicked' "$log_file" | sed "s|^|    [$label] |" || true
-    echo "    [$label] FAILED: exit status $status$([ "$status" -eq 124 ] && echo ' (timed out)'); the end of its output:"
-    tail -25 "$log_file" | sed "s|^|    [$label] |"
-    [ -z "$result" ] && broken=$((broken + 1))
-  else
-    grep -E '^SKIPPED |^test result' "$log_file" | sed "s|^|    [$label] |" || true
-  fi
   if [ -n "$result" ]; then
-    local p f i s
     p=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$result")
     f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$result")
     i=$(sed -n 's/.* \([0-9]*\) ignored.*/\1/p' <<<"$result")
@@ -169,7 +171,35 @@ run_binary() { # run one test binary, add its counts to the totals
     total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
     total_ignored=$((total_ignored + i)) total_skipped=$((total_skipped + s))
   fi
-  rm -f "$log_file"
+  while read -r line; do
+    runtime_skips+=("[$label] ${line#SKIPPED }")
+  done < <(grep -E '^SKIPPED ' "$log_file" || true)
+  if [ "$status" != 0 ] || [ -z "$result" ]; then
+    grep -E '^SKIPPED |^test .* FAILED$|panicked' "$log_file" | sed "s|^|    [$label] |" || true
+    echo "    [$label] FAILED: exit status $status$([ "$status" = 124 ] && echo ' (timed out)'); the end of its output:"
+    tail -25 "$log_file" | sed "s|^|    [$label] |"
+    if [ -z "$result" ] || [ "${f:-0}" -eq 0 ]; then
+      broken=$((broken + 1)) broken_names+=("$label")
+    fi
+  else
+    grep -E '^SKIPPED |^test result' "$log_file" | sed "s|^|    [$label] |" || true
+  fi
+}
+
+# The system lanes: every binary of one feature set in one boot of the emulated machine
+# (scripts/system-test.sh), then each counted from its part of the console log.
+run_in_system() {
+  local label=$1 exes=$2 dir="$scratch/system-run" exe name status retries
+  printf '%s\n' "$exes" >"$scratch/system-exes"
+  "$root/scripts/system-test.sh" "$target" "$ws" "$dir" "$scratch/system-exes" "${harness_args[@]}"
+  while read -r exe; do
+    name=$(basename "$exe")
+    status=none retries=0
+    [ -f "$dir/$name.status" ] && status=$(cat "$dir/$name.status")
+    [ -f "$dir/$name.retried" ] && retries=$(wc -l <"$dir/$name.retried")
+    [ -f "$dir/$name.log" ] || : >"$dir/$name.log"
+    count_binary "$label $(sed 's/-[0-9a-f]*$//' <<<"$name")" "$dir/$name.log" "$status" "$retries"
+  done <<<"$exes"
 }
 
 # Builds the plugin of tests/tests/plugin.rs for the target, with those of FEATURES (of
@@ -231,9 +261,13 @@ for line in sys.stdin:
     exit 1
   fi
   build_plugin "$features"
-  while read -r exe; do
-    run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
-  done <<<"$exes"
+  if [ "$emulator" = qemu-system ]; then
+    run_in_system "$label" "$exes"
+  else
+    while read -r exe; do
+      run_binary "$exe" "$label $(basename "$exe" | sed 's/-[0-9a-f]*\(\.exe\)\{0,1\}$//')"
+    done <<<"$exes"
+  fi
   if [ "$target" = x86_64-unknown-linux-gnu ]; then
     for product_features in "" mimalloc; do
       out=$(cd "$ws" && "$old_cargo" run --offline --quiet -p product ${product_features:+--features mimalloc})
@@ -256,7 +290,17 @@ for line in sys.stdin:
   fi
 done
 
+names() { # " (a; b)", or nothing for no names (labels hold commas: "v2,secure")
+  [ "$#" -eq 0 ] && return 0
+  local out=$1 name
+  shift
+  for name in "$@"; do out+="; $name"; done
+  echo " ($out)"
+}
 echo "SUMMARY $target ($emulator, $($old_rustc --version | cut -d' ' -f2)): $total_passed passed, $total_failed failed," \
-  "$total_ignored ignored by the tests, $total_skipped skipped by name, $broken broken binaries, $((SECONDS - start)) s"
+  "$total_ignored ignored by the tests, $total_skipped skipped by name, ${#runtime_skips[@]} skipped at run time," \
+  "$broken broken binaries$(names "${broken_names[@]}"), ${#retried_names[@]} retried$(names "${retried_names[@]}")," \
+  "$((SECONDS - start)) s"
 for reason in "${skip_reasons[@]}"; do echo "  skipped by name: $reason"; done
+for skipped in "${runtime_skips[@]}"; do echo "  skipped at run time: $skipped"; done
 [ "$total_failed" -eq 0 ] && [ "$broken" -eq 0 ]

@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests in `tests/tests/`.
 //!
 //! The tests use the workspace's crates the way a product does. They run natively and, through
-//! `scripts/cross-test.sh`, under Wine, qemu-user and as 32-bit binaries, so everything here
-//! must also build with the MSRV (Rust 1.63).
+//! `scripts/cross-test.sh`, under Wine, in emulated ARM machines (qemu-system) and as 32-bit
+//! binaries, so everything here must also build with the MSRV (Rust 1.63).
 
 pub mod model;
 pub mod rng;
@@ -127,11 +127,12 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
 
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
-/// mimalloc reads from the OS there). `None` under an emulator (qemu-user's figure would be
-/// qemu's, Wine's is made up) and elsewhere. mimalloc's own `current_rss` on Linux is its
-/// committed memory, which purged memory still counts in: see `mimalloc::Stats::committed`.
+/// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
+/// (qemu-user's figure would be qemu's, Wine's is made up; a `qemu-system` guest's kernel counts
+/// for real) and elsewhere. mimalloc's own `current_rss` on Linux is its committed memory, which
+/// purged memory still counts in: see `mimalloc::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
-    if emulator().is_some() {
+    if os_emulator().is_some() {
         return None;
     }
     if cfg!(any(windows, target_os = "macos")) {
@@ -155,11 +156,20 @@ fn resident_bytes_from_proc() -> Option<usize> {
 }
 
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
-/// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` or `native` (a 32-bit binary on this kernel).
+/// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` (qemu-user), `qemu-system` (a whole emulated
+/// machine running its own Linux kernel, `scripts/system-test.sh`) or `native` (a 32-bit
+/// binary on this kernel).
 pub fn emulator() -> Option<String> {
     std::env::var("MIMALLOC_TESTS_EMULATOR")
         .ok()
         .filter(|e| !e.is_empty() && e != "native")
+}
+
+/// The emulator, if it stands in for the OS kernel (Wine, qemu-user), so that what the OS
+/// reports or does with address space is the emulator's own doing. Under `qemu-system` a real
+/// kernel runs in the guest and answers as a native one does, only slower.
+pub fn os_emulator() -> Option<String> {
+    emulator().filter(|e| e != "qemu-system")
 }
 
 /// The memory tool this build runs under (`asan`, `tsan` or `valgrind` feature), if any.
@@ -184,7 +194,7 @@ pub fn no_huge_reservations() -> Option<String> {
             "{tool} does not model huge address-space reservations"
         ));
     }
-    emulator().map(|e| format!("{e} does not model huge address-space reservations"))
+    os_emulator().map(|e| format!("{e} does not model huge address-space reservations"))
 }
 
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
@@ -192,7 +202,11 @@ pub fn no_huge_reservations() -> Option<String> {
 /// cross-test script collects these lines). Never used to hide a failure.
 pub fn skip(test: &str, why: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    // One write: `writeln!` on the unbuffered stderr makes a system call per formatted piece,
+    // and the log is one file for stdout and stderr, where the harness's lines could land
+    // between them and the line no longer start with `SKIPPED `.
+    let line = format!("SKIPPED {test}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Runs this very test binary again as a child process, running only `test` (exact name) with
