@@ -89,8 +89,9 @@ write_init() {
   cat >"$file" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t devtmpfs devtmpfs /dev &&
-  mount -t tmpfs tmpfs /tmp
+# No tmpfs on /tmp: the initramfs is writable already, and the binaries and workspace sit at
+# their host paths, which are under /tmp when the checkout is (a mount there would hide them).
+mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t devtmpfs devtmpfs /dev
 . /guest.conf
 cd "$WS"
 
