@@ -305,6 +305,19 @@ pub fn is_child() -> bool {
     std::env::var_os("MIMALLOC_TESTS_CHILD").is_some()
 }
 
+/// Runs `body` on a thread of its own, in a child process of this test binary that runs only
+/// `test`: for tests of process-wide figures, which the binary's other tests would move. On a
+/// spawned thread, as under every libtest: libtest 1.63 runs a lone test on the main thread,
+/// which mimalloc 2 leaves out of its thread count.
+pub fn in_child_on_a_thread(test: &str, body: fn()) {
+    if !is_child() {
+        let out = run_child(test, &[]);
+        assert!(out.status.success(), "{out:?}");
+        return;
+    }
+    std::thread::spawn(body).join().unwrap();
+}
+
 extern "C" {
     static mimalloc_tests_abi: [usize; 0];
     static mimalloc_tests_abi_len: usize;

@@ -11,17 +11,10 @@ const MIB: i64 = 1 << 20;
 /// live 32 MiB block (i686 `secure`: 3 of 30 runs; never in 30 runs of this test alone).
 #[test]
 fn child_snapshot_follows_allocation() {
-    const TEST: &str = "child_snapshot_follows_allocation";
-    if !mimalloc_tests::is_child() {
-        let out = mimalloc_tests::run_child(TEST, &[]);
-        assert!(out.status.success(), "{out:?}");
-        return;
-    }
-    // On a thread of its own, as under every libtest: libtest 1.63 runs a lone test on the main
-    // thread, which mimalloc 2 leaves out of its thread count.
-    std::thread::spawn(snapshot_follows_allocation)
-        .join()
-        .unwrap();
+    mimalloc_tests::in_child_on_a_thread(
+        "child_snapshot_follows_allocation",
+        snapshot_follows_allocation,
+    );
 }
 
 fn snapshot_follows_allocation() {
@@ -103,15 +96,10 @@ fn json_is_a_document_with_the_counters() {
 /// its pages at any moment.
 #[test]
 fn child_merge_publishes_a_threads_counters() {
-    const TEST: &str = "child_merge_publishes_a_threads_counters";
-    if !mimalloc_tests::is_child() {
-        let out = mimalloc_tests::run_child(TEST, &[]);
-        assert!(out.status.success(), "{out:?}");
-        return;
-    }
-    std::thread::spawn(merge_publishes_a_threads_counters)
-        .join()
-        .unwrap();
+    mimalloc_tests::in_child_on_a_thread(
+        "child_merge_publishes_a_threads_counters",
+        merge_publishes_a_threads_counters,
+    );
 }
 
 /// The process-wide pages allocated so far (the calling thread's own merged first in 3.6).
