@@ -39,7 +39,7 @@ fn main() {
     let defaults = baked_option_defaults(&target, &sources);
     compile(&target, &plan, &sources, &defaults);
     link(&plan);
-    publish_metadata(&sources);
+    publish_metadata(&sources, &plan);
 
     #[cfg(feature = "bindgen")]
     bindings::generate(&sources, plan.version, &target, &out_dir());
@@ -244,10 +244,14 @@ fn link(plan: &Plan) {
 
 /// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
 /// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
-/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`).
-fn publish_metadata(sources: &Sources) {
+/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`),
+/// and `DEP_MIMALLOC_PROFILER` where the heap profiler records call stacks (`Plan::profiler`).
+fn publish_metadata(sources: &Sources, plan: &Plan) {
     println!("cargo:rustc-cfg=mimalloc_runs");
     println!("cargo:runs=1");
+    if plan.profiler {
+        println!("cargo:profiler=1");
+    }
     println!("cargo:include={}", sources.include().display());
     let version = sources
         .header()

@@ -150,6 +150,11 @@ pub struct Plan {
     pub static_crt: Option<bool>,
     /// Things the user asked for that this target cannot do, said out loud at build time.
     pub warnings: Vec<String>,
+    /// Whether mimalloc's heap profiler records call stacks on this target (mimalloc 3 with a
+    /// stack walker: `backtrace()` or `CaptureStackBackTrace`). Without one every sampled
+    /// allocation has an empty stack and a profile says nothing, so the safe crate refuses to
+    /// start one (`cfg(mimalloc_profiler)`).
+    pub profiler: bool,
 }
 
 /// What the build script will do.
@@ -188,7 +193,9 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         valgrind_page_meta(&mut defines, features);
         tls_defines(&mut defines, target);
         guarded_sampling(&mut defines, features);
+        profiler_defines(&mut defines, target);
     }
+    let profiler = version == Version::V3 && (target.is_windows() || has_execinfo(target));
     let mut plan = Plan {
         version,
         language: if target.is_msvc() {
@@ -199,9 +206,10 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         defines,
         flags: Vec::new(),
         flags_if_supported: Vec::new(),
-        link_libs: link_libs(target),
+        link_libs: link_libs(target, version),
         static_crt: static_crt(target),
         warnings: warnings(target, features),
+        profiler,
     };
     sanitizer_flags(&mut plan, target, features);
     compiler_flags(&mut plan, target, features);
@@ -389,6 +397,41 @@ fn guarded_sampling(defines: &mut Vec<Define>, features: &Features) {
     }
 }
 
+/// mimalloc 3's heap profiler (`profile/pprof.c`, compiled into every build, idle until started)
+/// learns what the C library has from these, as mimalloc's CMake learns it by probing headers.
+/// Without `MI_HAS_EXECINFOH` it records no call stack on Unix; Windows needs none
+/// (`CaptureStackBackTrace`).
+fn profiler_defines(defines: &mut Vec<Define>, target: &Target) {
+    if target.is("unix") {
+        define(
+            defines,
+            "MI_HAS_UNISTDH",
+            Some("1"),
+            "profiler: snapshot files are opened owner-only without following a symlink, and \
+             setuid programs ignore MIMALLOC_PROFILE",
+        );
+    }
+    if has_execinfo(target) {
+        define(
+            defines,
+            "MI_HAS_EXECINFOH",
+            Some("1"),
+            "profiler: call stacks of sampled allocations through backtrace() (glibc, Apple, \
+             the BSDs' libexecinfo); musl and Android have no execinfo.h",
+        );
+    }
+}
+
+/// Whether the target's C library has `backtrace()` (`<execinfo.h>`).
+fn has_execinfo(target: &Target) -> bool {
+    (target.os == "linux" && target.env == "gnu")
+        || target.is_apple()
+        || matches!(
+            target.os.as_str(),
+            "freebsd" | "netbsd" | "openbsd" | "dragonfly"
+        )
+}
+
 /// How mimalloc 3's `free` finds the page of a block, and whether it checks the pointer.
 fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) {
     if features.secure {
@@ -563,8 +606,15 @@ fn compiler_flags(plan: &mut Plan, target: &Target, features: &Features) {
 }
 
 /// The system libraries mimalloc calls into.
-fn link_libs(target: &Target) -> Vec<&'static str> {
+fn link_libs(target: &Target, version: Version) -> Vec<&'static str> {
     let mut libs = Vec::new();
+    if version == Version::V3 && matches!(target.os.as_str(), "freebsd" | "dragonfly") {
+        // The profiler's `backtrace()` is in libexecinfo there, and it lists the process's
+        // mappings with `kinfo_getvmmap` from libutil.
+        libs.extend(["execinfo", "util"]);
+    } else if version == Version::V3 && matches!(target.os.as_str(), "netbsd" | "openbsd") {
+        libs.push("execinfo");
+    }
     if target.is_windows() {
         // What mimalloc's own CMake build links on Windows: psapi (process info), shell32 and
         // user32 (environment, messages), advapi32 (large-page privileges, `RtlGenRandom`).

@@ -33,6 +33,7 @@ const FACTS: &[(&str, [&str; 7])] = &[
     ("wasm32-unknown-unknown", ["wasm32", "unknown", "unknown", "", "wasm", "8,16,32,64,ptr", ""]),
     ("wasm32-wasip1", ["wasm32", "unknown", "wasi", "p1", "wasm", "8,16,32,64,ptr", ""]),
     ("thumbv7em-none-eabihf", ["arm", "unknown", "none", "", "", "8,16,32,ptr", ""]),
+    ("x86_64-unknown-freebsd", ["x86_64", "unknown", "freebsd", "", "unix", "8,16,32,64,ptr", "sse2"]),
 ];
 
 /// The facts cargo gives a build script for `triple`, through the function the build script
@@ -749,4 +750,58 @@ fn no_cpu_beyond_the_targets_baseline_and_no_bcrypt_off_uwp() {
     assert!(build(&uwp, Features::default())
         .link_libs
         .contains(&"bcrypt"));
+}
+
+/// The heap profiler records call stacks where the C library has `backtrace()` (and on Windows,
+/// with no define needed); elsewhere the plan says it cannot, and the safe crate refuses to start
+/// a profiler. mimalloc 2 has none at all.
+#[test]
+fn the_profiler_records_stacks_where_the_c_library_can() {
+    let with_execinfo = [
+        "x86_64-unknown-linux-gnu",
+        "i686-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "armv7-unknown-linux-gnueabihf",
+        "x86_64-apple-darwin",
+        "aarch64-apple-darwin",
+        "x86_64-unknown-freebsd",
+    ];
+    for triple in with_execinfo {
+        let plan = default_plan(triple);
+        assert_eq!(
+            value(&plan, "MI_HAS_EXECINFOH"),
+            Some(Some("1")),
+            "{triple}"
+        );
+        assert_eq!(value(&plan, "MI_HAS_UNISTDH"), Some(Some("1")), "{triple}");
+        assert!(plan.profiler, "{triple}");
+    }
+    for triple in [
+        "x86_64-unknown-linux-musl",
+        "aarch64-linux-android",
+        "wasm32-wasip1",
+    ] {
+        let plan = default_plan(triple);
+        assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None, "{triple}");
+        assert!(!plan.profiler, "{triple}");
+    }
+    for triple in ["x86_64-pc-windows-msvc", "x86_64-pc-windows-gnu"] {
+        let plan = default_plan(triple);
+        assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None, "{triple}");
+        assert_eq!(value(&plan, "MI_HAS_UNISTDH"), None, "{triple}");
+        assert!(plan.profiler, "{triple}: CaptureStackBackTrace");
+    }
+    let v2 = Features {
+        v2: true,
+        ..Features::default()
+    };
+    let plan = build(&target("x86_64-unknown-linux-gnu"), v2);
+    assert!(!plan.profiler);
+    assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None);
+    // FreeBSD's backtrace() lives in libexecinfo, and the profiler lists mappings through libutil.
+    let bsd = default_plan("x86_64-unknown-freebsd");
+    assert_eq!(bsd.link_libs, ["execinfo", "util"]);
+    assert!(build(&target("x86_64-unknown-freebsd"), v2)
+        .link_libs
+        .is_empty());
 }

@@ -12,6 +12,8 @@
 //! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
 //! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
 //!   per thread and process-wide, and to enforce a memory limit.
+//! - With the `profile` feature, `profile::Profiler` samples allocations with their call
+//!   stacks and writes pprof heap profiles (mimalloc 3 only).
 //!
 //! # Adopting it in a product
 //!
@@ -37,7 +39,8 @@
 //! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
 //! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
-//! makes the two traits one), `tracking` (`Tracking`, with `std`).
+//! makes the two traits one), `tracking` (`Tracking`, with `std`), `profile`
+//! (`profile::Profiler`, with `std`; not with `v2`).
 //!
 //! # Targets without an operating system
 //!
@@ -81,6 +84,13 @@ mod options;
 mod output;
 #[cfg(mimalloc_runs)]
 mod process;
+// Heap profiling (the `profile` feature, mimalloc 3 only).
+#[cfg(all(mimalloc_runs, feature = "profile", not(feature = "v2")))]
+pub mod profile;
+#[cfg(all(feature = "profile", feature = "v2"))]
+compile_error!(
+    "the `profile` feature needs mimalloc 3: mimalloc 2 (the `v2` feature) has no heap profiler"
+);
 #[cfg(mimalloc_runs)]
 mod route;
 #[cfg(mimalloc_runs)]
@@ -94,6 +104,8 @@ mod tracking;
 pub use crate::stats::stats_print_io;
 #[cfg(all(mimalloc_runs, feature = "v2"))]
 pub use crate::stats::stats_reset;
+#[cfg(all(mimalloc_runs, not(feature = "v2")))]
+pub use crate::stats::{size_bins, SizeBin, SizeBins};
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
 #[cfg(mimalloc_runs)]

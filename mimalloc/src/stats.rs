@@ -29,10 +29,12 @@ impl From<ffi::mi_stat_count_t> for Count {
 /// whole process, merged at the time of the call.
 ///
 /// Memory counters are in bytes. mimalloc always counts what it takes from and gives back to
-/// the OS; counting every allocation costs time on every `malloc`, so the per-block counters
-/// are only kept when mimalloc is built with statistics (the `debug` feature): without it,
-/// [`Stats::allocated`] is `None`. For live bytes in a release build, use the `Tracking`
-/// allocator.
+/// the OS. mimalloc 3 also counts blocks in every build, cheaply: a page adds up its
+/// allocations and frees and hands them to the thread's counters when the thread takes its
+/// slow path on it, so [`Stats::allocated`] and the other block counters lag the program by
+/// the blocks of the pages in use (a few KiB to a few MiB per thread). mimalloc 2 counts
+/// blocks only in `debug` builds; without them these fields are `None` there. For exact live
+/// bytes per thread, or a limit, use the `Tracking` allocator.
 ///
 /// ```
 /// mimalloc::assign_global!();
@@ -63,9 +65,18 @@ pub struct Stats {
     pub threads: Count,
     /// Heaps (mimalloc 3 only).
     pub heaps: Option<Count>,
-    /// Bytes in live blocks, including their rounding up to a size class; `None` unless
-    /// mimalloc counts every block (the `debug` feature).
+    /// Bytes in live blocks, including their rounding up to a size class; `None` with `v2`
+    /// outside `debug` builds.
     pub allocated: Option<Count>,
+    /// Blocks allocated so far (mimalloc 3; `None` with `v2`).
+    pub malloc_count: Option<i64>,
+    /// Blocks freed so far (mimalloc 3; `None` with `v2`).
+    pub free_count: Option<i64>,
+    /// Bytes freed so far, in whole blocks (mimalloc 3; `None` with `v2`).
+    pub freed: Option<i64>,
+    /// Bytes requested so far (mimalloc 3; `None` with `v2`). Exact per call in `debug`
+    /// builds; otherwise counted per page, as the blocks' usable sizes.
+    pub requested: Option<i64>,
     /// Arenas reserved so far.
     pub arenas: i64,
     /// Calls to the OS to map memory.
@@ -78,17 +89,45 @@ pub struct Stats {
     pub purged: i64,
 }
 
-/// Whether mimalloc counts every block: `MI_STAT` follows `MI_DEBUG`, which only the `debug`
+/// Whether mimalloc counts every block: mimalloc 3 in every build (`MI_STATS` is 1 in release
+/// builds, 2 in debug ones); mimalloc 2's `MI_STAT` follows `MI_DEBUG`, which only the `debug`
 /// feature turns on.
-const COUNTS_BLOCKS: bool = cfg!(feature = "debug");
+const COUNTS_BLOCKS: bool = cfg!(not(feature = "v2")) || cfg!(feature = "debug");
+
+// The fields read here are those of the vendored header's layout: a mimalloc update that
+// changes it (and `MI_STAT_VERSION`) must be read again before this compiles.
+#[cfg(not(feature = "v2"))]
+const _: () = assert!(
+    ffi::MI_STAT_VERSION == 6,
+    "mi_stats_t changed: update stats.rs"
+);
+#[cfg(feature = "v2")]
+const _: () = assert!(
+    ffi::MI_STAT_VERSION == 4,
+    "mi_stats_t changed: update stats.rs"
+);
 
 impl Stats {
     fn from_raw(raw: &ffi::mi_stats_t) -> Stats {
-        let mut allocated = Count::from(raw.malloc_normal);
-        let huge = Count::from(raw.malloc_huge);
-        allocated.current += huge.current;
-        allocated.peak += huge.peak; // an upper bound: the two peaks need not coincide
-        allocated.total += huge.total;
+        #[cfg(not(feature = "v2"))]
+        let (allocated, blocks) = (
+            Count::from(raw.allocated),
+            Some([
+                raw.malloc_count.total,
+                raw.free_count.total,
+                raw.freed.total,
+                raw.malloc_requested.total,
+            ]),
+        );
+        #[cfg(feature = "v2")]
+        let (allocated, blocks) = {
+            let mut allocated = Count::from(raw.malloc_normal);
+            let huge = Count::from(raw.malloc_huge);
+            allocated.current += huge.current;
+            allocated.peak += huge.peak; // an upper bound: the two peaks need not coincide
+            allocated.total += huge.total;
+            (allocated, None::<[i64; 4]>)
+        };
         Stats {
             reserved: raw.reserved.into(),
             committed: raw.committed.into(),
@@ -100,6 +139,10 @@ impl Stats {
             #[cfg(feature = "v2")]
             heaps: None,
             allocated: if COUNTS_BLOCKS { Some(allocated) } else { None },
+            malloc_count: blocks.map(|b| b[0]),
+            free_count: blocks.map(|b| b[1]),
+            freed: blocks.map(|b| b[2]),
+            requested: blocks.map(|b| b[3]),
             arenas: raw.arena_count.total,
             mmap_calls: raw.mmap_calls.total,
             commit_calls: raw.commit_calls.total,
@@ -131,6 +174,98 @@ pub fn stats() -> Stats {
     // The header always matches: the struct comes from the same vendored header as the library.
     debug_assert!(filled, "mi_stats_get rejected the stats header");
     Stats::from_raw(&raw)
+}
+
+/// The blocks of one size class: a line of [`SizeBins`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SizeBin {
+    /// The size of the class's blocks in bytes: the largest request it serves. For the huge
+    /// class, the smallest block it holds is larger than every other class's.
+    pub block_size: usize,
+    /// Whether this is the huge class (blocks of any size above the largest class, each in a
+    /// page of its own).
+    pub huge: bool,
+    /// Blocks of this class: live now, the most at once, and all so far.
+    pub blocks: Count,
+}
+
+/// mimalloc 3's block counts per size class, counted as [`Stats::allocated`] is: which sizes
+/// a program allocates, and how many it keeps. Prints as a table.
+///
+/// ```
+/// mimalloc::assign_global!();
+///
+/// fn main() {
+///     let kept: Vec<Box<[u8; 100]>> = (0..1000).map(|_| Box::new([0u8; 100])).collect();
+///     let bins = mimalloc::size_bins();
+///     let class = bins.iter().find(|b| b.block_size >= 100 && !b.huge).unwrap();
+///     assert!(class.blocks.total >= 1000 - 100, "{bins}"); // counts lag by a page or so
+///     println!("{bins}");
+///     drop(kept);
+/// }
+/// ```
+#[cfg(not(feature = "v2"))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SizeBins {
+    bins: rust_alloc::vec::Vec<SizeBin>,
+}
+
+#[cfg(not(feature = "v2"))]
+impl SizeBins {
+    /// The classes that have had blocks, smallest first.
+    pub fn iter(&self) -> core::slice::Iter<'_, SizeBin> {
+        self.bins.iter()
+    }
+}
+
+#[cfg(not(feature = "v2"))]
+impl fmt::Display for SizeBins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>12} {:>12} {:>12} {:>14}",
+            "block size", "live", "peak", "total"
+        )?;
+        for bin in &self.bins {
+            let size = if bin.huge {
+                rust_alloc::format!(">{}", bin.block_size)
+            } else {
+                rust_alloc::format!("{}", bin.block_size)
+            };
+            writeln!(
+                f,
+                "{size:>12} {:>12} {:>12} {:>14}",
+                bin.blocks.current, bin.blocks.peak, bin.blocks.total
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads mimalloc 3's block counts per size class (`mi_stats_t::malloc_bins`), merged as
+/// [`stats`] merges. mimalloc 2 keeps them only in `debug` builds: with `v2` this does not
+/// exist.
+#[cfg(not(feature = "v2"))]
+pub fn size_bins() -> SizeBins {
+    stats_merge();
+    let mut raw = empty_raw();
+    // SAFETY: as in `stats`: a valid, writable `mi_stats_t` with its header filled in.
+    let filled = unsafe { ffi::mi_stats_get(&mut raw) };
+    debug_assert!(filled, "mi_stats_get rejected the stats header");
+    let huge = ffi::MI_BIN_HUGE as usize;
+    let bins = raw
+        .malloc_bins
+        .iter()
+        .enumerate()
+        .filter(|(_, count)| count.total > 0)
+        .map(|(i, count)| SizeBin {
+            // SAFETY: no preconditions; `i` is at most MI_BIN_HUGE, a valid bin.
+            block_size: unsafe { ffi::mi_stats_get_bin_size(if i == huge { i - 1 } else { i }) },
+            huge: i == huge,
+            blocks: Count::from(*count),
+        })
+        .collect();
+    SizeBins { bins }
 }
 
 /// Writes mimalloc's statistics table (`mi_stats_print_out`) to `out`: the same text as

@@ -1,0 +1,137 @@
+//! `mimalloc::profile::Profiler`: what it writes, and each error it returns as a value.
+
+use mimalloc::profile::{Format, ProfileError, Profiler};
+use std::path::Path;
+use std::process::Command;
+
+mimalloc::assign_global!();
+
+const CHILD: &str = "MIMALLOC_PROF_TEST_CHILD";
+
+fn main() {
+    if std::env::var_os(CHILD).is_some() {
+        // MIMALLOC_PROFILE started mimalloc's own profiler before `main`.
+        let dir = std::env::temp_dir();
+        match Profiler::start(dir.join("never")) {
+            Err(ProfileError::AlreadyRunning) => println!("refused"),
+            other => panic!("started beside MIMALLOC_PROFILE: {other:?}"),
+        }
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mimalloc-prof-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    refuses_bad_requests(&dir);
+    writes_numbered_snapshots(&dir);
+    says_when_nothing_was_written(&dir);
+    writes_the_text_format(&dir);
+    refuses_beside_the_environments_profiler(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!("profiler: ok");
+}
+
+fn refuses_bad_requests(dir: &Path) {
+    let zero = Profiler::options().sample_rate(0).start(dir.join("zero"));
+    assert!(
+        matches!(zero, Err(ProfileError::ZeroSampleRate)),
+        "{zero:?}"
+    );
+    let nul = Profiler::start(dir.join("a\0b"));
+    assert!(matches!(nul, Err(ProfileError::BadBaseName(_))), "{nul:?}");
+    let long = Profiler::start(dir.join("x".repeat(1001)));
+    assert!(
+        matches!(long, Err(ProfileError::BadBaseName(_))),
+        "{long:?}"
+    );
+    let missing = Profiler::start(dir.join("no-such-dir").join("heap"));
+    assert!(
+        matches!(missing, Err(ProfileError::Io(ref p, _)) if p.ends_with("no-such-dir")),
+        "{missing:?}"
+    );
+    println!("bad requests: refused");
+}
+
+fn writes_numbered_snapshots(dir: &Path) {
+    let profiler = Profiler::options()
+        .sample_rate(4096)
+        .start(dir.join("heap.v1"))
+        .unwrap();
+    let second = Profiler::start(dir.join("second"));
+    assert!(
+        matches!(second, Err(ProfileError::AlreadyRunning)),
+        "{second:?}"
+    );
+    let kept: Vec<Vec<u8>> = (0..256).map(|i| vec![i as u8; 16 << 10]).collect();
+    // The base name is kept whole (mimalloc would strip ".v1"), numbered from 1.
+    let first = profiler.snapshot().unwrap();
+    assert_eq!(first, dir.join("heap.v1.0001.pb"));
+    let bytes = profiler.snapshot_bytes().unwrap();
+    assert!(
+        !dir.join("heap.v1.0002.pb").exists(),
+        "snapshot_bytes leaves no file"
+    );
+    let third = profiler.snapshot().unwrap();
+    assert_eq!(third, dir.join("heap.v1.0003.pb"));
+    // Both snapshots are profiles with the kept blocks in them.
+    for profile in [std::fs::read(&first).unwrap(), bytes] {
+        let report = mimalloc_prof::Report::new(
+            &mimalloc_prof::Profile::decode_bytes(&profile).unwrap(),
+            None,
+        )
+        .unwrap();
+        let (inuse, _) = report.totals();
+        assert!(inuse.bytes > (1 << 20) as f64, "{}", report.text(5));
+    }
+    drop(profiler);
+    // Another one may start once the first is gone.
+    Profiler::start(dir.join("again")).unwrap().stop();
+    drop(kept);
+    println!("snapshots: numbered, readable");
+}
+
+fn says_when_nothing_was_written(dir: &Path) {
+    let gone = dir.join("gone");
+    std::fs::create_dir_all(&gone).unwrap();
+    let profiler = Profiler::start(gone.join("heap")).unwrap();
+    std::fs::remove_dir(&gone).unwrap();
+    let result = profiler.snapshot();
+    assert!(
+        matches!(result, Err(ProfileError::NotWritten(ref p)) if p.ends_with("heap.0001.pb")),
+        "{result:?}"
+    );
+    println!("unwritable snapshot: {}", result.unwrap_err());
+}
+
+fn writes_the_text_format(dir: &Path) {
+    let profiler = Profiler::options()
+        .format(Format::Text)
+        .sample_rate(4096)
+        .start(dir.join("text"))
+        .unwrap();
+    let kept = vec![1u8; 1 << 20];
+    let path = profiler.snapshot().unwrap();
+    assert_eq!(path, dir.join("text.0001.heap"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("heap profile:"), "{text}");
+    assert!(
+        text.contains("MAPPED_LIBRARIES") || cfg!(not(target_os = "linux")),
+        "{text}"
+    );
+    drop((profiler, kept));
+    println!("text format: {} lines", text.lines().count());
+}
+
+fn refuses_beside_the_environments_profiler(dir: &Path) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .env("MIMALLOC_PROFILE", dir.join("env"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "refused");
+    // mimalloc's own profiler wrote its final snapshot at exit.
+    assert!(
+        dir.join("env.0001.pb").is_file(),
+        "MIMALLOC_PROFILE wrote nothing"
+    );
+    println!("MIMALLOC_PROFILE: its profiler runs, ours is refused");
+}
