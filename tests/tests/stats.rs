@@ -44,15 +44,10 @@ fn snapshot_follows_allocation() {
 #[cfg(not(feature = "v2"))]
 #[test]
 fn child_block_counters_follow_the_program() {
-    const TEST: &str = "child_block_counters_follow_the_program";
-    if !mimalloc_tests::is_child() {
-        let out = mimalloc_tests::run_child(TEST, &[]);
-        assert!(out.status.success(), "{out:?}");
-        return;
-    }
-    std::thread::spawn(block_counters_follow_the_program)
-        .join()
-        .unwrap();
+    mimalloc_tests::in_child_on_a_thread(
+        "child_block_counters_follow_the_program",
+        block_counters_follow_the_program,
+    );
 }
 
 #[cfg(not(feature = "v2"))]
