@@ -33,7 +33,7 @@ const PLUMBING: &[&str] = &[
 ];
 
 /// Whether a demangled function name is allocator or allocation plumbing (see [`PLUMBING`]).
-pub fn is_plumbing(name: &str) -> bool {
+fn is_plumbing(name: &str) -> bool {
     PLUMBING.iter().any(|prefix| name.starts_with(prefix))
 }
 
@@ -94,7 +94,8 @@ pub struct Sampled {
 pub struct Stack {
     /// Function names, innermost first (inlined frames each have their own name).
     pub frames: Vec<String>,
-    /// Index in `frames` of the allocation site (see [`is_plumbing`]).
+    /// Index in `frames` of the allocation site: its innermost frame that is not allocator
+    /// plumbing.
     pub site: usize,
     pub sampled: Sampled,
     pub inuse: Estimate,
