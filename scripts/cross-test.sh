@@ -202,6 +202,17 @@ run_in_system() {
   done <<<"$exes"
 }
 
+# A failed build's own errors: cargo's log also holds the C compiler's warnings, which can push
+# the errors out of any fixed-size tail.
+print_build_errors() {
+  local log_file=$1
+  if grep -qE '^error' "$log_file"; then
+    grep -vE '^warning: ' "$log_file" | grep -E -A14 '^error' | head -150 >&2
+  else
+    tail -40 "$log_file" >&2
+  fi
+}
+
 # Builds the plugin of tests/tests/plugin.rs for the target, with those of FEATURES (of
 # mimalloc-tests) that it has, and names it in MIMALLOC_TEST_PLUGIN for the test.
 build_plugin() {
@@ -221,7 +232,7 @@ for line in sys.stdin:
         print(next(f for f in msg["filenames"] if f.endswith((".so", ".dll", ".dylib"))))
 ') || path=""
   if [ -z "$path" ]; then
-    tail -40 "$scratch/build-errors.log" >&2
+    print_build_errors "$scratch/build-errors.log"
     echo "FAILED: the plugin of tests/tests/plugin.rs did not build for $target" >&2
     exit 1
   fi
@@ -256,7 +267,7 @@ for line in sys.stdin:
         print(msg["executable"])
 ') || built=0
   if [ "$built" = 0 ] || [ -z "$exes" ]; then
-    tail -40 "$scratch/build-errors.log" >&2
+    print_build_errors "$scratch/build-errors.log"
     echo "FAILED: the tests of $label did not build (the compiler's last words above)" >&2
     exit 1
   fi
