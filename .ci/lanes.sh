@@ -53,6 +53,10 @@ lane_bench() { # every workload on every allocator passes its result check (quic
   # Speed is not checked, only results.
   command -v cmake >/dev/null || need_packages cmake
   suite "benchmark quick run" cargo test -p mimalloc-bench --test quick_run -- --ignored
+  # `product` on examples/product (every variant, quick mode) and the products it must refuse.
+  suite "product command" cargo test -p mimalloc-bench --test product_run -- --include-ignored
+  skipped "regorus: scripts/regorus.sh (setup, test, bench, product) builds the published regorus" \
+    "0.14.1 four ways, longer than this run's budget has left; BENCHMARKS.md has its results"
 }
 
 lane_features() { # the suites of every feature set that changes how mimalloc is built

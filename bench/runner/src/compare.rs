@@ -16,11 +16,14 @@ pub fn run(options: &Options, command: String) -> Result<(), String> {
     let binaries = build(options, &places)?;
     let (samples, failures) = measure_all(options, &binaries);
     let report = Report {
-        workloads: &options.workloads,
-        variants: &options.variants,
+        title: "Allocator benchmark results",
+        noun: "workload",
+        tasks: report::workloads(&options.workloads),
+        allocators: report::variants(&options.variants),
         samples: &samples,
         machine: Machine::describe(),
         command,
+        finding: None,
     };
     print!("{}", report::table::render(&report));
     places.write_result("results.md", &report::markdown::render(&report))?;

@@ -10,18 +10,19 @@ mod instructions;
 mod machine;
 mod measure;
 mod options;
+mod product;
 mod progress;
 mod report;
 mod stats;
 mod variants;
 
-use options::{Command, Problem};
+use options::{Command, Parsed, Problem};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = match options::parse(&args) {
-        Ok(options) => options,
+    let parsed = match options::parse(&args) {
+        Ok(parsed) => parsed,
         Err(Problem::Help) => {
             eprint!("{}", options::USAGE);
             return ExitCode::from(2);
@@ -35,6 +36,10 @@ fn main() -> ExitCode {
         .chain((!args.is_empty()).then(|| format!("-- {}", args.join(" "))))
         .collect::<Vec<_>>()
         .join(" ");
+    let options = match parsed {
+        Parsed::Workloads(options) => options,
+        Parsed::Product(request) => return exit(product::run(&request, command)),
+    };
     let result = match options.command {
         Command::List => {
             list(&options);
@@ -45,7 +50,12 @@ fn main() -> ExitCode {
         Command::BuildTimes => {
             build_times::run(options.rounds, &binaries::Places::new(options.out.clone()))
         }
+        Command::Product => unreachable!("options::parse returns Parsed::Product for product"),
     };
+    exit(result)
+}
+
+fn exit(result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(problem) => {

@@ -1,12 +1,13 @@
 //! One measurement: one process running one workload, its run time (as the driver timed it),
 //! its peak resident set size and its minor page faults (as the kernel accounted them, from
-//! `wait4`'s rusage).
+//! `wait4`'s rusage); or one whole program, timed from start to exit (`product`).
 
 use crate::env;
 use crate::variants::Variant;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -35,8 +36,8 @@ pub fn run(
     if quick {
         command.arg("--quick");
     }
-    let finished = run_to_end(command, binary)?;
     let what = format!("{workload} on {}", variant.name);
+    let finished = run_to_end(command, &what, Output::Kept)?;
     if !finished.success {
         return Err(format!(
             "{what} failed: {}{}",
@@ -47,11 +48,14 @@ pub fn run(
     sample(&finished, &what)
 }
 
-/// A driver process that has exited.
-struct Finished {
-    success: bool,
-    stdout: String,
-    stderr: String,
+/// A process that has exited.
+pub struct Finished {
+    pub success: bool,
+    /// Empty unless its stdout was kept ([`Output::Kept`]).
+    pub stdout: String,
+    pub stderr: String,
+    /// From start to exit.
+    pub wall_nanos: u64,
     usage: Usage,
 }
 
@@ -60,34 +64,72 @@ struct Finished {
 struct Usage {
     peak_rss_kib: Option<u64>,
     minor_faults: Option<u64>,
+    /// User+system CPU time of the process and the threads it ran.
+    cpu_nanos: Option<u64>,
 }
 
-fn run_to_end(mut command: Command, binary: &Path) -> Result<Finished, String> {
+/// What happens to a process's stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Read, for a driver's one line of results.
+    Kept,
+    /// Discarded, for a user's program, which may write any amount (and to both pipes: reading
+    /// one to the end while the other fills could block both processes).
+    Discarded,
+}
+
+/// Runs `command` to its end with its stderr (and, if asked, its stdout) read.
+pub fn run_to_end(mut command: Command, what: &str, output: Output) -> Result<Finished, String> {
+    let stdout_to = match output {
+        Output::Kept => Stdio::piped(),
+        Output::Discarded => Stdio::null(),
+    };
+    let start = Instant::now();
     let mut child = command
-        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .stdout(stdout_to)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        .map_err(|e| format!("cannot start {what}: {e}"))?;
     let (mut stdout, mut stderr) = (String::new(), String::new());
-    // The driver prints one line at the end: reading to the end before waiting cannot block.
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_string(&mut stdout)
-        .ok();
-    child
-        .stderr
-        .take()
-        .expect("piped")
-        .read_to_string(&mut stderr)
-        .ok();
+    // A driver prints one line at the end, and a discarded stdout is no pipe: reading to the
+    // end before waiting cannot block.
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_string(&mut stdout).ok();
+    }
+    let mut pipe = child.stderr.take().expect("piped");
+    pipe.read_to_string(&mut stderr).ok();
     let (success, usage) = wait(child)?;
     Ok(Finished {
         success,
         stdout,
         stderr,
+        wall_nanos: start.elapsed().as_nanos() as u64,
         usage,
+    })
+}
+
+impl Finished {
+    /// The last `lines` lines of its stderr.
+    pub fn stderr_tail(&self, lines: usize) -> String {
+        let all: Vec<&str> = self.stderr.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// Runs a whole program to its end, its output discarded: wall time from start to exit, and
+/// CPU time and peak RSS as the kernel accounted them (`None` where the platform does not).
+/// Fails when it exits with a non-zero status, showing the end of what it wrote to stderr.
+pub fn run_whole(command: Command, what: &str) -> Result<Sample, String> {
+    let finished = run_to_end(command, what, Output::Discarded)?;
+    if !finished.success {
+        return Err(format!("{what} failed:\n{}", finished.stderr_tail(20)));
+    }
+    Ok(Sample {
+        nanos: finished.wall_nanos,
+        cpu_nanos: finished.usage.cpu_nanos,
+        peak_rss_kib: finished.usage.peak_rss_kib,
+        minor_faults: finished.usage.minor_faults,
     })
 }
 
@@ -131,18 +173,40 @@ fn wait(child: std::process::Child) -> Result<(bool, Usage), String> {
         return Err(format!("wait4: {}", std::io::Error::last_os_error()));
     }
     let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    // Linux reports ru_maxrss in KiB (macOS in bytes).
+    let nanos =
+        |t: libc::timeval| t.tv_sec.max(0) as u64 * 1_000_000_000 + t.tv_usec.max(0) as u64 * 1000;
+    let usage = Usage {
+        peak_rss_kib: Some(max_rss_kib(&usage)),
+        minor_faults: Some(usage.ru_minflt.max(0) as u64),
+        cpu_nanos: Some(nanos(usage.ru_utime) + nanos(usage.ru_stime)),
+    };
+    Ok((success, usage))
+}
+
+/// The peak RSS this process's children cannot report less than, in KiB: what `true` peaks at
+/// when started from here. Linux starts a spawned child's peak RSS at pages of its parent's
+/// (a vforked child inherits the parent's whole peak), so a figure at or below this one says
+/// only "at most this much". Taken after the measured runs, it bounds the floor they had: a
+/// peak only grows. `None` where `true` cannot be started or RSS is not measured.
+pub fn spawn_floor_kib() -> Option<u64> {
+    let child = Command::new("true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let (success, usage) = wait(child).ok()?;
+    success.then_some(usage.peak_rss_kib).flatten()
+}
+
+/// `ru_maxrss` in KiB: Linux and the BSDs report KiB, macOS bytes.
+#[cfg(unix)]
+fn max_rss_kib(usage: &libc::rusage) -> u64 {
     let max = usage.ru_maxrss.max(0) as u64;
-    let kib = if cfg!(target_os = "macos") {
+    if cfg!(target_os = "macos") {
         max / 1024
     } else {
         max
-    };
-    let usage = Usage {
-        peak_rss_kib: Some(kib),
-        minor_faults: Some(usage.ru_minflt.max(0) as u64),
-    };
-    Ok((success, usage))
+    }
 }
 
 #[cfg(not(unix))]

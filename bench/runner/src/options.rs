@@ -1,5 +1,6 @@
 //! The command line.
 
+use crate::product::{Program, Request};
 use crate::variants::{self, Variant};
 use bench_workloads::Workload;
 use lexopt::{Arg, Parser, ValueExt};
@@ -11,6 +12,8 @@ pub const USAGE: &str = "\
 usage: mimalloc-bench [OPTIONS]                  every workload on every allocator, alternating
        mimalloc-bench instructions [OPTIONS]     instructions per small allocate+free pair (valgrind)
        mimalloc-bench build-times [--rounds N]   clean build of mimalloc-sys vs the peer's libmimalloc-sys
+       mimalloc-bench product --manifest-path PATH [PRODUCT OPTIONS] [-- ARGS...]
+                                                 your program, built on each allocator, run alternating
 
 options:
   --quick                 a fiftieth of the work, one round: seconds, for tests
@@ -22,6 +25,18 @@ options:
                           variables (e.g. ours-purge0=ours:MIMALLOC_PURGE_DELAY=0); repeatable
   --out DIR               where results go (default: target/mimalloc-bench)
   --list                  print the workloads and allocators and exit
+
+product options (the program runs with ARGS, from the current directory):
+  --manifest-path PATH    the product's Cargo.toml (it follows the README's convention)
+  --bin NAME              the binary to run (default: the product's only one, or default-run)
+  --example NAME          an example to run instead
+  --rounds N, --quick     as above (--quick: one round)
+  --allocators A,B,...    system, ours, ours-v2, ours-secure, ours-no-thp, ours-purge0
+                          (default: all; system always runs, every ratio's base)
+  --variant NAME=BUILD:VAR=VALUE[:VAR=VALUE...]
+                          a build run with these variables (BUILD: system, ours, ours-v2,
+                          ours-secure); repeatable
+  --out DIR               where results go (default: target/mimalloc-bench/product)
 ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,13 +45,24 @@ pub enum Command {
     Instructions,
     BuildTimes,
     List,
+    Product,
 }
 
 /// The subcommands, by the first argument that names them; without one, the comparison runs.
-const SUBCOMMANDS: [(&str, Command); 2] = [
+const SUBCOMMANDS: [(&str, Command); 3] = [
     ("instructions", Command::Instructions),
     ("build-times", Command::BuildTimes),
+    ("product", Command::Product),
 ];
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Parsed {
+    /// The workload benchmark and its subcommands.
+    Workloads(Options),
+    /// `product`: the user's own program.
+    Product(Request),
+}
 
 #[derive(Debug)]
 pub struct Options {
@@ -64,6 +90,12 @@ impl fmt::Display for Problem {
     }
 }
 
+impl From<&str> for Problem {
+    fn from(problem: &str) -> Self {
+        Problem::Invalid(problem.to_owned())
+    }
+}
+
 impl From<String> for Problem {
     fn from(problem: String) -> Self {
         Problem::Invalid(problem)
@@ -86,16 +118,53 @@ impl From<lexopt::Error> for Problem {
 }
 
 /// Parses the arguments after the program's name.
-pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Options, Problem> {
+pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Parsed, Problem> {
     let mut parser = Parser::from_args(args);
     let command = subcommand(&mut parser);
-    // Exhaustive, so that a new subcommand has to say here which options it takes (one with
-    // options of its own gets its own loop like `common`, sharing `rounds` and the rest).
+    // Exhaustive, so that a new subcommand has to say here which options it takes.
     match command {
         Command::Compare | Command::Instructions | Command::BuildTimes | Command::List => {
-            common(&mut parser)?.resolve(command)
+            Ok(Parsed::Workloads(common(&mut parser)?.resolve(command)?))
+        }
+        Command::Product => Ok(Parsed::Product(product(&mut parser)?)),
+    }
+}
+
+/// `product`'s options, and the program's arguments after `--`.
+fn product(parser: &mut Parser) -> Result<Request, Problem> {
+    let mut manifest = None;
+    let mut request = Request::default();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Arg::Long("manifest-path") => manifest = Some(parser.value()?.into()),
+            Arg::Long("bin") => program(&mut request, Program::Bin(parser.value()?.string()?))?,
+            Arg::Long("example") => {
+                program(&mut request, Program::Example(parser.value()?.string()?))?
+            }
+            Arg::Long("quick") => request.quick = true,
+            Arg::Long("rounds") => request.rounds = Some(rounds(parser)?),
+            Arg::Long("allocators") => request.allocators = Some(parser.value()?.string()?),
+            Arg::Long("variant") => request.extra.push(parser.value()?.string()?),
+            Arg::Long("out") => request.out = Some(parser.value()?.into()),
+            Arg::Short('h') | Arg::Long("help") => return Err(Problem::Help),
+            // lexopt hands over everything after `--` as values, options or not.
+            Arg::Value(value) => request.args.push(value),
+            other => return Err(other.unexpected().into()),
         }
     }
+    request.manifest =
+        manifest.ok_or("product needs --manifest-path PATH (the product's Cargo.toml)")?;
+    Ok(request)
+}
+
+fn program(request: &mut Request, program: Program) -> Result<(), Problem> {
+    if request.program != Program::Default {
+        return Err("product runs one program: give --bin or --example once"
+            .to_owned()
+            .into());
+    }
+    request.program = program;
+    Ok(())
 }
 
 /// Takes the first argument if it names a subcommand.
@@ -198,10 +267,21 @@ fn allocators(names: Option<&str>) -> Result<Vec<Variant>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Command, Options, Problem, parse};
+    use super::{Command, Options, Parsed, Problem, parse};
+    use crate::product::{Program, Request};
 
     fn ok(args: &str) -> Options {
-        parse(args.split_whitespace()).unwrap_or_else(|p| panic!("{args}: {p}"))
+        match parse(args.split_whitespace()) {
+            Ok(Parsed::Workloads(options)) => options,
+            other => panic!("{args}: {other:?}"),
+        }
+    }
+
+    fn product(args: &str) -> Request {
+        match parse(args.split_whitespace()) {
+            Ok(Parsed::Product(request)) => request,
+            other => panic!("{args}: {other:?}"),
+        }
     }
 
     fn invalid(args: &str) -> String {
@@ -304,6 +384,7 @@ mod tests {
             "--quick --help",
             "--help --bogus",
             "build-times -h",
+            "product --help",
         ] {
             assert_eq!(parse(args.split_whitespace()).unwrap_err(), Problem::Help);
         }
@@ -321,6 +402,38 @@ mod tests {
         assert_eq!(
             invalid("instructions build-times"),
             "unknown argument build-times"
+        );
+    }
+
+    #[test]
+    fn product_takes_its_options_and_the_program_arguments_after_the_double_dash() {
+        let request = product(
+            "product --manifest-path ../p/Cargo.toml --bin server --rounds 3 \
+             --allocators ours --variant big=ours:MIMALLOC_X=1 --out /tmp/o -- --port 80 -v",
+        );
+        assert_eq!(request.manifest, std::path::Path::new("../p/Cargo.toml"));
+        assert_eq!(request.program, Program::Bin("server".into()));
+        assert_eq!(request.rounds, Some(3));
+        assert_eq!(request.allocators.as_deref(), Some("ours"));
+        assert_eq!(request.extra, ["big=ours:MIMALLOC_X=1"]);
+        assert_eq!(request.out.as_deref(), Some("/tmp/o".as_ref()));
+        assert_eq!(request.args, ["--port", "80", "-v"]);
+        let quick = product("product --quick --manifest-path Cargo.toml --example demo");
+        assert!(quick.quick && quick.args.is_empty());
+        assert_eq!(quick.program, Program::Example("demo".into()));
+    }
+
+    #[test]
+    fn product_refuses_what_it_cannot_measure() {
+        assert!(invalid("product --bin x").contains("needs --manifest-path"));
+        assert!(invalid("product --manifest-path M --bin a --example b").contains("one program"));
+        assert_eq!(
+            invalid("product --manifest-path M --workloads x"),
+            "unknown argument --workloads"
+        );
+        assert_eq!(
+            invalid("product --manifest-path"),
+            "--manifest-path needs a value"
         );
     }
 }

@@ -125,18 +125,23 @@ fn workspace(name: &'static str, features: &'static str, about: &str) -> Variant
     }
 }
 
-/// Parses `NAME=BASE:VAR=VALUE[:VAR=VALUE...]`: a built-in variant's binary run with extra
-/// environment variables.
-pub fn parse_extra(spec: &str) -> Result<Variant, String> {
+/// An extra variant's environment: `(VAR, VALUE)` pairs.
+pub type Settings = Vec<(String, String)>;
+
+/// `VAR=VALUE VAR=VALUE`, for the reports.
+pub fn describe(settings: &Settings) -> String {
+    let each: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    each.join(" ")
+}
+
+/// Splits `NAME=BASE:VAR=VALUE[:VAR=VALUE...]` (the `--variant` syntax of the workload run and
+/// of `product`) into its name, its base's name and at least one setting.
+pub fn split_extra(spec: &str) -> Result<(&str, &str, Settings), String> {
     let bad = || format!("--variant {spec}: expected NAME=BASE:VAR=VALUE[:VAR=VALUE...]");
     let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
     let mut parts = rest.split(':');
-    let base_name = parts.next().ok_or_else(bad)?;
-    let base = built_in()
-        .into_iter()
-        .find(|v| v.name == base_name)
-        .ok_or_else(|| format!("--variant {spec}: no built-in allocator called {base_name}"))?;
-    let env: Vec<(String, String)> = parts
+    let base = parts.next().ok_or_else(bad)?;
+    let env: Settings = parts
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -146,10 +151,20 @@ pub fn parse_extra(spec: &str) -> Result<Variant, String> {
     if name.is_empty() || env.is_empty() {
         return Err(bad());
     }
-    let settings: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Ok((name, base, env))
+}
+
+/// Parses `NAME=BASE:VAR=VALUE[:VAR=VALUE...]`: a built-in variant's binary run with extra
+/// environment variables.
+pub fn parse_extra(spec: &str) -> Result<Variant, String> {
+    let (name, base_name, env) = split_extra(spec)?;
+    let base = built_in()
+        .into_iter()
+        .find(|v| v.name == base_name)
+        .ok_or_else(|| format!("--variant {spec}: no built-in allocator called {base_name}"))?;
     Ok(Variant {
         name: name.to_owned(),
-        about: format!("{} with {}", base.name, settings.join(" ")),
+        about: format!("{} with {}", base.name, describe(&env)),
         env,
         ..base
     })

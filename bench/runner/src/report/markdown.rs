@@ -6,18 +6,22 @@ use std::fmt::{Display, Write};
 pub fn render(report: &Report) -> String {
     let mut out = preamble(report);
     out.push_str(&allocators(report));
-    for (title, pick) in [
+    let matrices: [(&str, Pick); 5] = [
         ("Time vs system", (|r: &Row| r.vs_system) as Pick),
         ("Time vs peer", |r: &Row| r.vs_peer),
         ("CPU time vs system", |r: &Row| r.cpu_vs_system),
         ("CPU time vs peer", |r: &Row| r.cpu_vs_peer),
         ("Peak RSS vs system", |r: &Row| r.rss_vs_system),
-    ] {
-        out.push_str(&matrix(report, title, pick));
+    ];
+    for (title, pick) in matrices {
+        let shown = report.has_matrices() && (report.has_peer() || !title.contains("peer"));
+        if shown {
+            out.push_str(&matrix(report, title, pick));
+        }
     }
-    out.push_str("\n## Per workload\n");
-    for w in 0..report.workloads.len() {
-        out.push_str(&workload(report, w));
+    let _ = write!(out, "\n## Per {}\n", report.noun);
+    for w in 0..report.tasks.len() {
+        out.push_str(&task(report, w));
     }
     out
 }
@@ -45,16 +49,19 @@ pub fn row(cells: impl IntoIterator<Item = impl Display>) -> String {
 
 /// The title, the command, the machine and how to read the numbers.
 fn preamble(report: &Report) -> String {
-    let mut out = String::from("# Allocator benchmark results\n\n");
+    let mut out = format!("# {}\n\n", report.title);
+    if let Some(finding) = &report.finding {
+        let _ = write!(out, "**Finding:** {finding}\n\n");
+    }
     let _ = write!(out, "Command: `{}`\n\n", report.command);
     for (key, value) in report.machine.lines() {
         let _ = writeln!(out, "- {key}: {value}");
     }
     let _ = write!(
         out,
-        "- rounds: {} (every workload runs on every allocator in turn, in a fresh process, \
+        "- rounds: {} (every {} runs on every allocator in turn, in a fresh process, \
          once per round)\n\n",
-        report.samples.rounds
+        report.samples.rounds, report.noun
     );
     out.push_str(
         "Ratios are medians over rounds of the ratio of two runs of the same round (paired), \
@@ -70,7 +77,7 @@ fn preamble(report: &Report) -> String {
 fn allocators(report: &Report) -> String {
     let mut out = String::from("## Allocators\n\n");
     out.push_str(&header(&["name", "what"], &[]));
-    for v in report.variants {
+    for v in &report.allocators {
         out.push_str(&row([format!("`{}`", v.name), v.about.clone()]));
     }
     out
@@ -87,15 +94,19 @@ fn matrix(report: &Report, title: &str, pick: Pick) -> String {
     out
 }
 
-fn workload(report: &Report, w: usize) -> String {
-    let workload = report.workloads[w];
-    let mut out = format!("\n### {}\n\n{}\n\n", workload.name, workload.summary);
-    let names = COLUMNS.map(|(_, markdown)| markdown);
+fn task(report: &Report, w: usize) -> String {
+    let task = &report.tasks[w];
+    let mut out = format!("\n### {}\n\n{}\n\n", task.name, task.about);
+    let columns = report.columns();
+    let names: Vec<&str> = columns.iter().map(|&c| COLUMNS[c].1).collect();
     out.push_str(&header(&names[..1], &names[1..]));
     for r in report.rows(w) {
-        let mut cells = r.cells();
-        cells[0] = format!("`{}`", cells[0]);
-        out.push_str(&row(cells));
+        let cells = r.cells();
+        let shown = columns.iter().map(|&c| match c {
+            0 => format!("`{}`", cells[0]),
+            c => cells[c].clone(),
+        });
+        out.push_str(&row(shown));
     }
     out
 }

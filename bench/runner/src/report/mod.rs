@@ -12,12 +12,52 @@ use bench_workloads::Workload;
 /// Everything a report shows.
 #[derive(Debug)]
 pub struct Report<'a> {
-    pub workloads: &'a [&'static Workload],
-    pub variants: &'a [Variant],
+    /// The Markdown file's title.
+    pub title: &'static str,
+    /// What a task is called in the text: "workload", or "command" for `product`.
+    pub noun: &'static str,
+    /// What was measured, in the order of the samples' first index.
+    pub tasks: Vec<Named>,
+    /// What it ran on, in the order of the samples' second index.
+    pub allocators: Vec<Named>,
     pub samples: &'a Samples,
     pub machine: Machine,
     /// The command that produced it, to repeat it.
     pub command: String,
+    /// What the run found, in one line a person can act on (`product`).
+    pub finding: Option<String>,
+}
+
+/// A task or an allocator: its name in the tables, and a sentence on what it is.
+#[derive(Clone, Debug)]
+pub struct Named {
+    pub name: String,
+    pub about: String,
+}
+
+impl Named {
+    pub fn new(name: impl Into<String>, about: impl Into<String>) -> Self {
+        Named {
+            name: name.into(),
+            about: about.into(),
+        }
+    }
+}
+
+/// The tasks of a workload run.
+pub fn workloads(workloads: &[&Workload]) -> Vec<Named> {
+    workloads
+        .iter()
+        .map(|w| Named::new(w.name, w.summary))
+        .collect()
+}
+
+/// The allocators of a workload run.
+pub fn variants(variants: &[Variant]) -> Vec<Named> {
+    variants
+        .iter()
+        .map(|v| Named::new(v.name.clone(), v.about.clone()))
+        .collect()
 }
 
 /// Which number of a [`Row`] a chart or matrix shows.
@@ -40,6 +80,7 @@ pub struct Row {
 }
 
 /// The columns of [`Row::cells`]: as the terminal names them (narrow), and as Markdown does.
+/// [`Report::columns`] leaves out the *vs peer* ones when no allocator is the peer.
 pub const COLUMNS: [(&str, &str); 11] = [
     ("allocator", "allocator"),
     ("median", "median time"),
@@ -73,17 +114,33 @@ impl Row {
     }
 }
 
+/// The indices into [`COLUMNS`] of the ratios against the peer.
+const PEER_COLUMNS: [usize; 2] = [4, 7];
+
 impl Report<'_> {
     fn index(&self, name: &str) -> Option<usize> {
-        self.variants.iter().position(|v| v.name == name)
+        self.allocators.iter().position(|v| v.name == name)
+    }
+
+    /// Whether the peer ran, and so whether there are *vs peer* ratios to show.
+    pub fn has_peer(&self) -> bool {
+        self.index(PEER).is_some()
+    }
+
+    /// The indices into [`COLUMNS`] (and [`Row::cells`]) this report shows.
+    pub fn columns(&self) -> Vec<usize> {
+        let peer = self.has_peer();
+        (0..COLUMNS.len())
+            .filter(|c| peer || !PEER_COLUMNS.contains(c))
+            .collect()
     }
 
     pub fn rows(&self, w: usize) -> Vec<Row> {
         let (system, peer) = (self.index(SYSTEM), self.index(PEER));
         let s = self.samples;
-        (0..self.variants.len())
+        (0..self.allocators.len())
             .map(|v| Row {
-                allocator: self.variants[v].name.clone(),
+                allocator: self.allocators[v].name.clone(),
                 median_seconds: s.median_seconds(w, v),
                 spread: s.spread(w, v),
                 vs_system: system.and_then(|b| s.time_ratio(w, v, b)),
@@ -103,8 +160,8 @@ impl Report<'_> {
         &self,
         ratio: impl Fn(&Row) -> Option<f64>,
     ) -> Vec<(String, Vec<Option<f64>>, Option<f64>)> {
-        let rows: Vec<Vec<Row>> = (0..self.workloads.len()).map(|w| self.rows(w)).collect();
-        (0..self.variants.len())
+        let rows: Vec<Vec<Row>> = (0..self.tasks.len()).map(|w| self.rows(w)).collect();
+        (0..self.allocators.len())
             .map(|v| {
                 let values: Vec<Option<f64>> = rows.iter().map(|r| ratio(&r[v])).collect();
                 let present: Vec<f64> = values.iter().flatten().copied().collect();
@@ -113,32 +170,39 @@ impl Report<'_> {
                 } else {
                     None
                 };
-                (self.variants[v].name.clone(), values, mean)
+                (self.allocators[v].name.clone(), values, mean)
             })
             .collect()
     }
 
-    /// The columns of a [`Report::matrix`] after the allocator's name: the workloads and the
+    /// The columns of a [`Report::matrix`] after the allocator's name: the tasks and the
     /// geometric mean.
-    pub fn matrix_columns(&self) -> Vec<&'static str> {
-        let workloads = self.workloads.iter().map(|w| w.name);
-        workloads.chain(["geomean"]).collect()
+    pub fn matrix_columns(&self) -> Vec<&str> {
+        let tasks = self.tasks.iter().map(|t| t.name.as_str());
+        tasks.chain(["geomean"]).collect()
+    }
+
+    /// Whether the ratio matrices say more than the per-task tables: only with several tasks.
+    pub fn has_matrices(&self) -> bool {
+        self.tasks.len() > 1
     }
 
     /// Every sample, one line each: for spreadsheets and for re-analysis.
     pub fn csv(&self) -> String {
-        let mut out =
-            String::from("round,workload,allocator,nanos,cpu_nanos,peak_rss_kib,minor_faults\n");
+        let mut out = format!(
+            "round,{},allocator,nanos,cpu_nanos,peak_rss_kib,minor_faults\n",
+            self.noun
+        );
         for round in 0..self.samples.rounds {
-            for (w, workload) in self.workloads.iter().enumerate() {
-                for (v, variant) in self.variants.iter().enumerate() {
+            for (w, task) in self.tasks.iter().enumerate() {
+                for (v, allocator) in self.allocators.iter().enumerate() {
                     if let Some(s) = &self.samples.grid[w][v][round] {
                         let rss = s.peak_rss_kib.map_or(String::new(), |k| k.to_string());
                         let cpu = s.cpu_nanos.map_or(String::new(), |n| n.to_string());
                         let faults = s.minor_faults.map_or(String::new(), |n| n.to_string());
                         out.push_str(&format!(
                             "{round},{},{},{},{cpu},{rss},{faults}\n",
-                            workload.name, variant.name, s.nanos
+                            task.name, allocator.name, s.nanos
                         ));
                     }
                 }

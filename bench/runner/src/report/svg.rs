@@ -1,4 +1,4 @@
-//! The results as an SVG chart: per workload, one bar per allocator for its wall time, CPU time
+//! The results as an SVG chart: per task (workload or command), one bar per allocator for its wall time, CPU time
 //! and peak RSS, all relative to the system allocator (the line at 1).
 
 use super::{Pick, Report, Row};
@@ -30,15 +30,13 @@ const PANELS: [(&str, Pick); 3] = [
 pub fn render(report: &Report) -> String {
     let layout = Layout::of(report);
     let mut svg = layout.frame();
-    let rows: Vec<Vec<Row>> = (0..report.workloads.len())
-        .map(|w| report.rows(w))
-        .collect();
+    let rows: Vec<Vec<Row>> = (0..report.tasks.len()).map(|w| report.rows(w)).collect();
     for (p, (title, pick)) in PANELS.iter().enumerate() {
         let x0 = LABEL_WIDTH + p as f64 * (PANEL_WIDTH + PANEL_GAP);
         svg.push_str(&layout.axis(x0, title));
         for (w, workload_rows) in rows.iter().enumerate() {
             let y0 = TOP + w as f64 * layout.group;
-            let name = report.workloads[w].name;
+            let name = report.tasks[w].name.as_str();
             if p == 0 {
                 svg.push_str(&layout.label(y0, name));
             }
@@ -61,9 +59,9 @@ struct Layout {
 
 impl Layout {
     fn of(report: &Report) -> Self {
-        let variants = report.variants.len();
+        let variants = report.allocators.len();
         let group = variants as f64 * (BAR + BAR_GAP) + GROUP_GAP;
-        let legend_top = TOP + group * report.workloads.len() as f64 + 10.0;
+        let legend_top = TOP + group * report.tasks.len() as f64 + 10.0;
         let count = PANELS.len() as f64;
         Layout {
             group,
@@ -154,7 +152,7 @@ fn bars(x0: f64, y0: f64, workload: &str, rows: &[Row], pick: Pick) -> String {
 /// Four allocators to a line, each with its colour.
 fn legend(report: &Report, top: f64) -> String {
     let mut svg = String::new();
-    for (v, variant) in report.variants.iter().enumerate() {
+    for (v, variant) in report.allocators.iter().enumerate() {
         let x = LABEL_WIDTH + (v % 4) as f64 * 200.0;
         let y = top + (v / 4) as f64 * 20.0;
         let _ = writeln!(

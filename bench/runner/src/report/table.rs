@@ -4,11 +4,18 @@ use super::{COLUMNS, Report, ratio};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    for (w, workload) in report.workloads.iter().enumerate() {
-        out.push_str(&format!("\n{}: {}\n", workload.name, workload.summary));
-        let mut lines = vec![COLUMNS.map(|(terminal, _)| terminal.to_owned()).to_vec()];
-        lines.extend(report.rows(w).iter().map(|r| r.cells().to_vec()));
+    let columns = report.columns();
+    for (w, task) in report.tasks.iter().enumerate() {
+        out.push_str(&format!("\n{}: {}\n", task.name, task.about));
+        let mut lines = vec![columns.iter().map(|&c| COLUMNS[c].0.to_owned()).collect()];
+        for row in report.rows(w) {
+            let cells = row.cells();
+            lines.push(columns.iter().map(|&c| cells[c].clone()).collect());
+        }
         out.push_str(&aligned(&lines));
+    }
+    if !report.has_matrices() {
+        return out;
     }
     let matrices: [(&str, super::Pick); 3] = [
         ("time vs system", |r| r.vs_system),
@@ -16,6 +23,9 @@ pub fn render(report: &Report) -> String {
         ("peak RSS vs system", |r| r.rss_vs_system),
     ];
     for (title, pick) in matrices {
+        if title.contains("peer") && !report.has_peer() {
+            continue;
+        }
         out.push_str(&format!(
             "\n{title}, per workload (lower is better; geometric mean last)\n"
         ));
