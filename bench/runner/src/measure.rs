@@ -186,8 +186,8 @@ fn wait(child: std::process::Child) -> Result<(bool, Usage), String> {
 /// The peak RSS this process's children cannot report less than, in KiB: what `true` peaks at
 /// when started from here. Linux starts a spawned child's peak RSS at pages of its parent's
 /// (a vforked child inherits the parent's whole peak), so a figure at or below this one says
-/// only "at most this much". Taken after the measured runs, it bounds the floor they had: a
-/// peak only grows. `None` where `true` cannot be started or RSS is not measured.
+/// only "at most this much". It is taken once, after the measured runs, as an estimate of the
+/// floor they had. `None` where `true` cannot be started or RSS is not measured.
 pub fn spawn_floor_kib() -> Option<u64> {
     let child = Command::new("true")
         .stdout(Stdio::null())

@@ -151,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn figures_at_the_runners_own_peak_rss_are_not_ranked() {
+    fn figures_at_the_spawn_floor_are_not_ranked() {
         let variants = chosen(Some("ours,ours-no-thp"), &[]).unwrap();
         // The system build and ours-no-thp at the floor of 12 MiB: both may be less.
         let s = samples(&[(1000, 12_288), (900, 24_576), (905, 12_288)]);
