@@ -5,8 +5,10 @@
 //! cargo bench -p mimalloc --features tracking --bench tracking_overhead -- --callgrind
 //! ```
 //!
-//! Workloads, each run through both allocators by direct `GlobalAlloc` calls (the same code
-//! path a `#[global_allocator]` takes, minus the `__rust_alloc` shim both would share):
+//! Workloads, each run through `MiMalloc`, `Tracking<MiMalloc>`, and `Tracking<MiMalloc>` with a
+//! budget scope selected on every thread that runs it ("scoped", `mimalloc::budget`), by direct
+//! `GlobalAlloc` calls (the same code path a `#[global_allocator]` takes, minus the
+//! `__rust_alloc` shim all would share):
 //!
 //! - `pair`: allocate a 32-byte block, write it, free it: the tightest alloc+free loop;
 //! - `churn`: a larson-style working set of 2,000 blocks of 8-512 bytes (2% of 1-16 KiB);
@@ -17,7 +19,7 @@
 //! - `churn-filled`: `churn`, but every new block is filled (memset) and every freed one read
 //!   at both ends, as the benchmark's `server-churn` workload does with `vec![tag; len]`.
 //!
-//! Time: `ROUNDS` alternating runs of each allocator (MiMalloc, Tracking, MiMalloc, ...),
+//! Time: `ROUNDS` alternating runs of each allocator (MiMalloc, Tracking, scoped, MiMalloc, ...),
 //! reporting the median and the minimum per step and the overhead of each. On Linux the clock
 //! is the process's CPU time (time spent descheduled by other load does not count), elsewhere
 //! wall time. The alternation, medians and minimums are there for noisy machines.
@@ -26,6 +28,7 @@
 //! N and 2N steps, and prints the instructions per step: (I(2N) - I(N)) / N, which cancels the
 //! setup. Instruction counts are deterministic; they are not time.
 
+use mimalloc::budget::{self, Usage};
 use mimalloc::{MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::process::Command;
@@ -155,12 +158,39 @@ fn churn_2_threads<A: GlobalAlloc + Sync>(a: &'static A, steps: usize) -> usize 
     mine.wrapping_add(other.join().unwrap())
 }
 
+/// Runs `work` in a budget scope of its own.
+fn scoped(work: impl FnOnce() -> usize) -> usize {
+    let mut usage = Usage::new();
+    let result = budget::scope(&mut usage, work);
+    result.wrapping_add(usage.bytes() as usize)
+}
+
+fn churn_2_threads_scoped(steps: usize) -> usize {
+    let other = std::thread::spawn(move || scoped(|| churn(&TRACKING, steps / 2, 2)));
+    let mine = scoped(|| churn(&TRACKING, steps / 2, 1));
+    mine.wrapping_add(other.join().unwrap())
+}
+
 struct Workload {
     name: &'static str,
     steps: usize,
     plain: fn(usize) -> usize,
     tracking: fn(usize) -> usize,
+    scoped: fn(usize) -> usize,
 }
+
+impl Workload {
+    fn run(&self, alloc: &str) -> fn(usize) -> usize {
+        match alloc {
+            "plain" => self.plain,
+            "tracking" => self.tracking,
+            "scoped" => self.scoped,
+            _ => panic!("no allocator {alloc:?}: plain, tracking or scoped"),
+        }
+    }
+}
+
+const ALLOCATORS: [&str; 3] = ["plain", "tracking", "scoped"];
 
 const WORKLOADS: &[Workload] = &[
     Workload {
@@ -168,24 +198,28 @@ const WORKLOADS: &[Workload] = &[
         steps: 20_000_000,
         plain: |n| pair(&PLAIN, n),
         tracking: |n| pair(&TRACKING, n),
+        scoped: |n| scoped(|| pair(&TRACKING, n)),
     },
     Workload {
         name: "churn",
         steps: 10_000_000,
         plain: |n| churn(&PLAIN, n, 1),
         tracking: |n| churn(&TRACKING, n, 1),
+        scoped: |n| scoped(|| churn(&TRACKING, n, 1)),
     },
     Workload {
         name: "churn-filled",
         steps: 5_000_000,
         plain: |n| churn_with(&PLAIN, n, 1, true),
         tracking: |n| churn_with(&TRACKING, n, 1, true),
+        scoped: |n| scoped(|| churn_with(&TRACKING, n, 1, true)),
     },
     Workload {
         name: "churn-2-threads",
         steps: 10_000_000,
         plain: |n| churn_2_threads(&PLAIN, n),
         tracking: |n| churn_2_threads(&TRACKING, n),
+        scoped: churn_2_threads_scoped,
     },
 ];
 
@@ -205,23 +239,27 @@ fn time(filter: Option<&str>) {
         .iter()
         .filter(|w| filter.map_or(true, |f| w.name == f))
     {
-        let (mut plain, mut tracking) = (Vec::new(), Vec::new());
+        let mut times: [Vec<f64>; 3] = Default::default();
         for _ in 0..ROUNDS {
-            for (run, times) in [(w.plain, &mut plain), (w.tracking, &mut tracking)] {
+            for (alloc, times) in ALLOCATORS.iter().zip(times.iter_mut()) {
+                let run = w.run(alloc);
                 let start = now_ns();
                 sink(run(w.steps));
                 times.push((now_ns() - start) as f64 / w.steps as f64);
             }
         }
         let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-        let (pm, tm) = (min(&plain), min(&tracking));
-        let (p, t) = (median(&mut plain), median(&mut tracking));
+        let [plain, tracking, scoped] = &mut times;
+        let (pm, tm, sm) = (min(plain), min(tracking), min(scoped));
+        let (p, t, s) = (median(plain), median(tracking), median(scoped));
         println!(
-            "  {:<16} MiMalloc {p:6.2} ({pm:6.2})  Tracking {t:6.2} ({tm:6.2})  \
-             overhead {:+.1}% ({:+.1}%)",
+            "  {:<16} MiMalloc {p:6.2} ({pm:6.2})  Tracking {t:6.2} ({tm:6.2}) {:+.1}% ({:+.1}%)  \
+             scoped {s:6.2} ({sm:6.2}) {:+.1}% ({:+.1}%)",
             w.name,
             (t / p - 1.0) * 100.0,
-            (tm / pm - 1.0) * 100.0
+            (tm / pm - 1.0) * 100.0,
+            (s / p - 1.0) * 100.0,
+            (sm / pm - 1.0) * 100.0
         );
     }
 }
@@ -256,12 +294,15 @@ fn callgrind(filter: Option<&str>) {
             let two = instructions(w.name, alloc, 2 * n)?;
             Some((two as f64 - one as f64) / n as f64)
         };
-        match (per_step("plain"), per_step("tracking")) {
-            (Some(p), Some(t)) => println!(
-                "  {:<16} MiMalloc {p:7.1}  Tracking {t:7.1}  +{:.1} instructions ({:+.1}%)",
+        match (per_step("plain"), per_step("tracking"), per_step("scoped")) {
+            (Some(p), Some(t), Some(s)) => println!(
+                "  {:<16} MiMalloc {p:7.1}  Tracking {t:7.1} (+{:.1}, {:+.1}%)  \
+                 scoped {s:7.1} (+{:.1}, {:+.1}%)",
                 w.name,
                 t - p,
-                (t / p - 1.0) * 100.0
+                (t / p - 1.0) * 100.0,
+                s - p,
+                (s / p - 1.0) * 100.0
             ),
             _ => println!("  {:<16} could not be measured", w.name),
         }
@@ -276,11 +317,7 @@ fn main() {
             .find(|w| w.name == args[1])
             .expect("workload");
         let steps = args[3].parse().expect("steps");
-        sink(if args[2] == "plain" {
-            (w.plain)(steps)
-        } else {
-            (w.tracking)(steps)
-        });
+        sink(w.run(&args[2])(steps));
         return;
     }
     // `cargo bench` passes `--bench`; anything else not starting with "--" picks a workload.

@@ -11,7 +11,8 @@
 //! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
 //! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
 //! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
-//!   per thread and process-wide, and to enforce a memory limit.
+//!   per thread and process-wide, and to enforce a memory limit; `budget` adds limits that end
+//!   in an error value instead: a checked soft limit and per-execution budget scopes.
 //! - With the `profile` feature, `profile::Profiler` samples allocations with their call
 //!   stacks and writes pprof heap profiles (mimalloc 3 only).
 //!
@@ -39,7 +40,7 @@
 //! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
 //! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
-//! makes the two traits one), `tracking` (`Tracking`, with `std`), `profile`
+//! makes the two traits one), `tracking` (`Tracking` and `budget`, with `std`), `profile`
 //! (`profile::Profiler`, with `std`; not with `v2`).
 //!
 //! # Targets without an operating system
@@ -99,6 +100,9 @@ mod stats;
 // thread-locals).
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 mod tracking;
+// Memory budgets on top of `Tracking`'s accounting: a checked soft limit and budget scopes.
+#[cfg(all(mimalloc_runs, feature = "tracking"))]
+pub mod budget;
 
 #[cfg(all(mimalloc_runs, feature = "std"))]
 pub use crate::stats::stats_print_io;

@@ -15,6 +15,9 @@
 //! bytes never exceed [`CHARGED`], which never exceeds the limit (when the limit is lowered below
 //! what is already charged, nothing is taken back: it then bounds new charges only).
 //!
+//! A budget scope moves its thread's range aside, so that every call of the thread comes here:
+//! see [`super::scope`].
+//!
 //! All arithmetic on byte counts is wrapping, with signed quantities kept as two's complement in
 //! `usize`: a transient negative figure (a thread that frees blocks another thread allocated and
 //! has not settled yet) is then still exact once everything settles.
@@ -22,10 +25,15 @@
 use core::cell::Cell;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
+use super::scope::Scope;
 use super::thread;
+use crate::budget::Usage;
 
-/// The most a thread buffers in either direction before it settles: 64 KiB.
-pub(crate) const BUFFER: usize = 64 * 1024;
+/// The most a thread buffers in either direction before it settles, unless set otherwise.
+pub(super) const DEFAULT_WINDOW: usize = 64 * 1024;
+/// The widest window: with it, `level + size` cannot overflow (`level <= 2 * window` and a
+/// `Layout` size is at most `isize::MAX`).
+pub(super) const MAX_WINDOW: usize = usize::MAX / 4;
 
 /// `LIMIT` when there is none.
 pub(super) const NO_LIMIT: usize = usize::MAX;
@@ -38,6 +46,8 @@ static CHARGED: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static LIMIT: AtomicUsize = AtomicUsize::new(NO_LIMIT);
 static REFUSED: AtomicUsize = AtomicUsize::new(0);
+/// The most a thread buffers in either direction (read when it takes a new range).
+static WINDOW: AtomicUsize = AtomicUsize::new(DEFAULT_WINDOW);
 
 /// The thread has not allocated yet: its first settle registers the flush at thread exit.
 const FRESH: u8 = 0;
@@ -65,6 +75,13 @@ pub(super) struct Local {
     /// This thread's highest live bytes seen at a settle.
     peak: Cell<usize>,
     mode: Cell<u8>,
+    /// The thread published since [`take_published`] last looked.
+    published: Cell<bool>,
+    /// The thread's budget scope, and while one is selected its range (`level` and `high`
+    /// are then zero).
+    scope: Scope,
+    /// Calls of [`poll`] since its last full check.
+    polls: Cell<u32>,
 }
 
 impl Local {
@@ -76,6 +93,9 @@ impl Local {
             net: Cell::new(0),
             peak: Cell::new(0),
             mode: Cell::new(FRESH),
+            published: Cell::new(false),
+            scope: Scope::new(),
+            polls: Cell::new(0),
         }
     }
 
@@ -92,7 +112,8 @@ impl Local {
     /// Takes `size` bytes from the buffer; `false` if the slow path must decide.
     #[inline(always)]
     pub(super) fn try_take(&self, size: usize) -> bool {
-        // No overflow: `level <= high <= 2 * BUFFER` and a `Layout` size is at most isize::MAX.
+        // No overflow: `level <= high <= 2 * MAX_WINDOW` and a `Layout` size is at most
+        // isize::MAX.
         let level = self.level.get() + size;
         if level <= self.high.get() {
             self.level.set(level);
@@ -160,7 +181,7 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
         // Near the limit the buffers shrink (an eighth of the room left), so that grants held by
         // other threads refuse little that would have fit, down to none: settling every call.
         let range = if buffering && !refused {
-            BUFFER.min(limit.saturating_sub(base) / 8)
+            WINDOW.load(Relaxed).min(limit.saturating_sub(base) / 8)
         } else {
             0
         };
@@ -170,6 +191,9 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
                     LIVE.fetch_add(commit, Relaxed);
                 }
                 local.net.set(local.net.get().wrapping_add(commit));
+                if commit != 0 {
+                    local.published.set(true);
+                }
                 local.slack.set(range);
                 local.level.set(range);
                 local.high.set(2 * range);
@@ -187,6 +211,7 @@ pub(super) fn settle(local: &Local, alloc: usize, free: usize, rebuffer: bool) -
 pub(super) fn confirm(local: &Local, alloc: usize) {
     LIVE.fetch_add(alloc, Relaxed);
     local.net.set(local.net.get().wrapping_add(alloc));
+    local.published.set(true);
     note_peak(local);
 }
 
@@ -224,10 +249,120 @@ pub(super) fn flush(local: &Local) {
     note_peak(local);
 }
 
+/// Publishes the thread's buffer and takes a new range at once (for a check of the process
+/// figures that should not cost the thread's next allocation a settle).
+pub(super) fn publish(local: &Local) {
+    settle(local, 0, 0, true);
+    note_peak(local);
+}
+
 /// The thread exits: publish and stop buffering for good.
 pub(super) fn exit(local: &Local) {
+    // A scope cannot outlive its closure, but a thread-local destructor may run one.
+    let stashed = enter_real(local);
     flush(local);
     local.mode.set(EXITED);
+    if stashed {
+        leave_real(local, 0);
+    }
+}
+
+/// Selects `scope` for the calling thread (or none), returning the one it replaces.
+pub(super) fn select(local: &Local, scope: Option<Usage>) -> Option<Usage> {
+    if local.mode.get() == FRESH {
+        // Register the exit flush now, outside any scope: registering may allocate.
+        settle(local, 0, 0, false);
+    }
+    enter_real(local);
+    let previous = local.scope.replace(scope);
+    leave_real(local, 0);
+    previous
+}
+
+pub(super) fn selected(local: &Local) -> Option<Usage> {
+    local.scope.selected()
+}
+
+/// Where an allocation of a thread that missed the hot path goes.
+pub(super) enum Scoped {
+    /// No scope is selected: the ordinary slow path.
+    No,
+    /// The scope's stashed range had room: the caller allocates, then calls [`taken`].
+    Taken,
+    /// The stashed range is full and was put back: the caller takes the ordinary slow path,
+    /// then calls [`leave_real`] with what to charge.
+    Settle,
+}
+
+/// Routes an allocation (or a realloc's growth) of `size` bytes that missed the hot path.
+#[inline]
+pub(super) fn take_scoped(local: &Local, size: usize) -> Scoped {
+    match local.scope.try_take(size) {
+        None => Scoped::No,
+        Some(true) => Scoped::Taken,
+        Some(false) => {
+            enter_real(local);
+            Scoped::Settle
+        }
+    }
+}
+
+/// After [`Scoped::Taken`]: charges the scope if the inner allocator succeeded, else gives the
+/// bytes back to the stashed range.
+#[inline]
+pub(super) fn taken(local: &Local, size: usize, succeeded: bool) {
+    if succeeded {
+        local.scope.charge(size);
+    } else {
+        local.scope.untake(size);
+    }
+}
+
+/// A free (or a realloc's shrinking) of `size` bytes that missed the hot path: `true` if the
+/// scope's stashed range took it.
+#[inline]
+pub(super) fn give_scoped(local: &Local, size: usize) -> bool {
+    local.scope.try_give(size)
+}
+
+/// Puts the thread's real range back if a scope has it stashed; `true` if it had. The caller
+/// then runs the ordinary path and calls [`leave_real`].
+pub(super) fn enter_real(local: &Local) -> bool {
+    local.scope.unstash(&local.level, &local.high)
+}
+
+/// If a scope is selected: charges it `bytes` and stashes the real range again.
+pub(super) fn leave_real(local: &Local, bytes: usize) {
+    if local.scope.selected().is_some() {
+        local.scope.charge(bytes);
+        local.scope.stash(&local.level, &local.high);
+    }
+}
+
+/// Whether the thread published since the last call.
+pub(super) fn take_published(local: &Local) -> bool {
+    local.published.replace(false)
+}
+
+/// The thread's unpublished net change (real window).
+pub(super) fn unpublished(local: &Local) -> isize {
+    local.delta() as isize
+}
+
+/// Counts a poll; `true` (and the count restarts) on every `every`th.
+pub(super) fn count_poll(local: &Local, every: u32) -> bool {
+    let polls = local.polls.get() + 1;
+    let due = polls >= every;
+    local.polls.set(if due { 0 } else { polls });
+    due
+}
+
+pub(super) fn window() -> usize {
+    WINDOW.load(Relaxed)
+}
+
+pub(super) fn set_window(bytes: usize) {
+    WINDOW.store(bytes.min(MAX_WINDOW), Relaxed);
 }
 
 /// The calling thread's net bytes, exact.

@@ -2,11 +2,13 @@
 //!
 //! Design (see [`account`] for the details): one set of process-wide atomics, and a buffer per
 //! thread in thread-local storage that absorbs allocations and frees until its net change
-//! leaves a window of ±64 KiB (narrower near the limit); only then does the thread touch the
-//! atomics. The limit is enforced
-//! on the bytes handed to threads' buffers, so it holds without any shared write per call.
+//! leaves a window of ±64 KiB (settable; narrower near the limit); only then does the thread
+//! touch the atomics. The limit is enforced on the bytes handed to threads' buffers, so it holds
+//! without any shared write per call. A budget scope ([`crate::budget`]) empties its thread's
+//! window, so that the thread's every call comes to the slow path, which charges the scope.
 
 mod account;
+mod scope;
 
 #[cfg(not(all(windows, any(target_env = "gnu", target_vendor = "win7"))))]
 #[path = "thread_std.rs"]
@@ -40,7 +42,9 @@ compile_error!(
      Windows"
 );
 
+use crate::budget::Usage;
 use crate::MiMalloc;
+use account::{Local, Scoped};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
 
@@ -84,8 +88,9 @@ use core::ptr;
 /// # Accuracy
 ///
 /// Each thread buffers its net change (allocated minus freed bytes) and publishes it to the
-/// process-wide figures when it leaves a window of ±64 KiB, when the thread calls
-/// [`flush`](Tracking::flush), and when the thread exits. So:
+/// process-wide figures when it leaves a window of ±64 KiB (the default of
+/// [`set_window`](Tracking::set_window); the figures below scale with it), when the thread
+/// calls [`flush`](Tracking::flush), and when the thread exits. So:
 ///
 /// - [`thread_stats`](Tracking::thread_stats)`().live_bytes` is exact at all times;
 /// - [`stats`](Tracking::stats)`().live_bytes` is exact once every thread that allocated or
@@ -106,6 +111,7 @@ use core::ptr;
 /// that would pass it returns null *without calling the inner allocator*: `Vec::try_reserve`
 /// returns an error, and infallible allocations (`Vec::push`, `Box::new`) call
 /// `handle_alloc_error`, which aborts the process with "memory allocation of N bytes failed".
+/// (For a limit that ends in an error the program handles instead, see [`crate::budget`].)
 /// The limit is never exceeded: a thread allocates from its buffer only bytes it was granted
 /// from the limit beforehand. The price is that an allocation can be refused a little early,
 /// while up to 128 KiB per other thread (what they were granted but have not used, or freed
@@ -179,9 +185,16 @@ pub struct ThreadStats {
     /// The highest `live_bytes` of this thread seen when it published (see [`Tracking`]'s
     /// accuracy section), or since [`reset_peak`](Tracking::reset_peak) on this thread.
     pub peak_bytes: usize,
+    /// The part of `live_bytes` the process-wide figures do not have yet: the thread's net
+    /// change since it last published, within ±[`window`](Tracking::window).
+    pub unpublished_bytes: isize,
 }
 
 impl<A> Tracking<A> {
+    /// The widest window [`set_window`](Tracking::set_window) sets: a quarter of the address
+    /// space, so that a thread's buffered figures cannot overflow.
+    pub const WIDEST_WINDOW: usize = account::MAX_WINDOW;
+
     /// Wraps `inner`; usable in a `static`.
     ///
     /// ```
@@ -234,9 +247,10 @@ impl<A> Tracking<A> {
     /// assert!(mine.peak_bytes as isize >= mine.live_bytes);
     /// ```
     pub fn thread_stats(&self) -> ThreadStats {
-        thread::with_local(|local| ThreadStats {
+        on_real_window(|local| ThreadStats {
             live_bytes: account::thread_live(local),
             peak_bytes: account::thread_peak(local),
+            unpublished_bytes: account::unpublished(local),
         })
     }
 
@@ -262,7 +276,29 @@ impl<A> Tracking<A> {
     /// assert_eq!(tracking.stats().live_bytes, 0);
     /// ```
     pub fn flush(&self) {
-        thread::with_local(account::flush);
+        on_real_window(account::flush);
+    }
+
+    /// Publishes the calling thread's buffered change, like [`flush`](Tracking::flush), but
+    /// keeps its grant: for a check of [`stats`](Tracking::stats) that should not cost the
+    /// thread's next allocation a trip to the shared figures.
+    ///
+    /// ```
+    /// use mimalloc::{MiMalloc, Tracking};
+    /// use std::alloc::{GlobalAlloc, Layout};
+    ///
+    /// let tracking = Tracking::new(MiMalloc); // not the global allocator: only these calls count
+    /// let layout = Layout::new::<[u64; 4]>();
+    /// // SAFETY: a non-zero size; freed once with the same layout.
+    /// let p = unsafe { tracking.alloc(layout) };
+    /// tracking.publish();
+    /// assert_eq!(tracking.stats().live_bytes, 32);
+    /// assert_eq!(tracking.thread_stats().unpublished_bytes, 0);
+    /// // SAFETY: as above.
+    /// unsafe { tracking.dealloc(p, layout) };
+    /// ```
+    pub fn publish(&self) {
+        on_real_window(account::publish);
     }
 
     /// Restarts the process-wide peak at the current live bytes, and the calling thread's peak
@@ -275,7 +311,7 @@ impl<A> Tracking<A> {
     /// assert_eq!(s.peak_bytes, s.live_bytes);
     /// ```
     pub fn reset_peak(&self) {
-        thread::with_local(account::reset_thread_peak);
+        on_real_window(account::reset_thread_peak);
         account::reset_peak();
     }
 
@@ -317,6 +353,60 @@ impl<A> Tracking<A> {
     pub fn limit(&self) -> Option<usize> {
         self.stats().limit
     }
+
+    /// Sets how far a thread's unpublished net change may go, either way, before the thread
+    /// publishes it; `None` restores the default, 64 KiB. Values above
+    /// [`WIDEST_WINDOW`](Tracking::WIDEST_WINDOW) are taken as it: threads then publish only when
+    /// they [`flush`](Tracking::flush), exit or near the limit. A wider window touches the
+    /// shared figures less often and leaves them less exact (the accuracy section's 64 KiB
+    /// becomes the window); `0` publishes every call. Threads take the new window when they
+    /// next publish.
+    ///
+    /// ```
+    /// use mimalloc::{MiMalloc, Tracking};
+    /// let tracking = Tracking::new(MiMalloc);
+    /// tracking.set_window(Some(1 << 20));
+    /// assert_eq!(tracking.window(), 1 << 20);
+    /// tracking.set_window(Some(usize::MAX));
+    /// assert_eq!(tracking.window(), Tracking::<MiMalloc>::WIDEST_WINDOW);
+    /// tracking.set_window(None);
+    /// assert_eq!(tracking.window(), 64 << 10);
+    /// ```
+    pub fn set_window(&self, bytes: Option<usize>) {
+        account::set_window(bytes.unwrap_or(account::DEFAULT_WINDOW));
+    }
+
+    /// The window set by [`set_window`](Tracking::set_window).
+    ///
+    /// ```
+    /// assert!(mimalloc::Tracking::new(mimalloc::MiMalloc).window() > 0);
+    /// ```
+    pub fn window(&self) -> usize {
+        account::window()
+    }
+
+    /// Whether the calling thread published to the process-wide figures since the last call
+    /// (of this or of [`budget::poll`](crate::budget::poll), which uses it too): a cheap hint
+    /// that a check of [`stats`](Tracking::stats) against a limit of one's own may now give a
+    /// different answer.
+    ///
+    /// ```
+    /// use mimalloc::{MiMalloc, Tracking};
+    ///
+    /// #[global_allocator]
+    /// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
+    ///
+    /// fn main() {
+    ///     GLOBAL.take_published();
+    ///     let v = vec![0u8; 1 << 20]; // beyond the window: published at once
+    ///     assert!(GLOBAL.take_published());
+    ///     assert!(!GLOBAL.take_published());
+    ///     drop(v);
+    /// }
+    /// ```
+    pub fn take_published(&self) -> bool {
+        thread::with_local(account::take_published)
+    }
 }
 
 /// Takes `size` bytes from the calling thread's buffer: the hot path. The closure given to the
@@ -338,7 +428,56 @@ fn give(size: usize) {
 #[cold]
 #[inline(never)]
 fn give_slow(size: usize) {
-    thread::with_local(|local| account::give(local, size));
+    // Two thread-local accesses rather than one closure with both: kept this small, `with`
+    // inlines, and a thread with a scope frees within its stashed range in a few instructions.
+    if !thread::with_local(|local| account::give_scoped(local, size)) {
+        give_settled(size);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn give_settled(size: usize) {
+    on_real_window(|local| account::give(local, size));
+}
+
+/// Runs `f` on `local` with its real range, which a selected budget scope keeps stashed (so
+/// that every call comes to the slow path, where the scope is charged).
+fn on_real<R>(local: &Local, f: impl FnOnce(&Local) -> R) -> R {
+    let stashed = account::enter_real(local);
+    let result = f(local);
+    if stashed {
+        account::leave_real(local, 0);
+    }
+    result
+}
+
+/// [`on_real`] on the calling thread's buffer.
+fn on_real_window<R>(f: impl FnOnce(&Local) -> R) -> R {
+    thread::with_local(|local| on_real(local, f))
+}
+
+/// Selects `scope` for the calling thread (or none), returning the one it replaces: the
+/// mechanism under [`crate::budget`].
+pub(crate) fn select_scope(scope: Option<Usage>) -> Option<Usage> {
+    thread::with_local(|local| account::select(local, scope))
+}
+
+/// The calling thread's selected scope and what it has been charged so far.
+pub(crate) fn selected_scope() -> Option<Usage> {
+    thread::with_local(account::selected)
+}
+
+/// Whether a cheap check ([`crate::budget::poll`]) should check for real now: the thread
+/// published since it last looked, or its unpublished change is half a window, or this is the
+/// `every`th call.
+pub(crate) fn poll_due(every: u32) -> bool {
+    on_real_window(|local| {
+        let published = account::take_published(local);
+        let big = account::unpublished(local).unsigned_abs() >= account::window() / 2;
+        let counted = account::count_poll(local, every);
+        published || big || counted
+    })
 }
 
 /// Takes `size` bytes past the thread's buffer (settling with the process figures, checked
@@ -363,8 +502,9 @@ fn charged(p: *mut u8, size: usize) -> *mut u8 {
 }
 
 impl<A: GlobalAlloc> Tracking<A> {
-    /// `alloc` or `alloc_zeroed` past the buffer. Not a closure: a closure's captures would be
-    /// written to the stack on the hot path, before the branch that decides to come here.
+    /// `alloc` or `alloc_zeroed` past the buffer, or on a thread with a budget scope selected.
+    /// Not a closure: a closure's captures would be written to the stack on the hot path,
+    /// before the branch that decides to come here.
     ///
     /// # Safety
     ///
@@ -372,21 +512,57 @@ impl<A: GlobalAlloc> Tracking<A> {
     #[cold]
     #[inline(never)]
     unsafe fn alloc_slow(&self, layout: Layout, zeroed: bool) -> *mut u8 {
-        if !charge(layout.size()) {
-            return ptr::null_mut();
+        let size = layout.size();
+        match thread::with_local(|local| account::take_scoped(local, size)) {
+            // SAFETY: the caller's contract, forwarded (and so below).
+            Scoped::No => unsafe { self.alloc_settled(layout, zeroed) },
+            Scoped::Taken => {
+                // SAFETY: as above.
+                let p = unsafe { self.inner_alloc(layout, zeroed) };
+                thread::with_local(|local| account::taken(local, size, !p.is_null()));
+                p
+            }
+            Scoped::Settle => {
+                // SAFETY: as above.
+                let p = unsafe { self.alloc_settled(layout, zeroed) };
+                let charged = if p.is_null() { 0 } else { size };
+                thread::with_local(|local| account::leave_real(local, charged));
+                p
+            }
         }
+    }
+
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[inline(always)]
+    unsafe fn inner_alloc(&self, layout: Layout, zeroed: bool) -> *mut u8 {
         // SAFETY: the caller's contract, forwarded.
-        let p = unsafe {
+        unsafe {
             if zeroed {
                 self.inner.alloc_zeroed(layout)
             } else {
                 self.inner.alloc(layout)
             }
-        };
+        }
+    }
+
+    /// Settles with the process figures (checked against the limit), then allocates.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    unsafe fn alloc_settled(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        if !charge(layout.size()) {
+            return ptr::null_mut();
+        }
+        // SAFETY: the caller's contract, forwarded.
+        let p = unsafe { self.inner_alloc(layout, zeroed) };
         charged(p, layout.size())
     }
 
-    /// `realloc` growing by more than the buffer holds.
+    /// `realloc` growing by more than the buffer holds, or on a thread with a budget scope
+    /// selected (as in [`alloc_slow`](Self::alloc_slow), the scope is charged the growth).
     ///
     /// # Safety
     ///
@@ -394,6 +570,32 @@ impl<A: GlobalAlloc> Tracking<A> {
     #[cold]
     #[inline(never)]
     unsafe fn realloc_slow(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let growth = new_size - layout.size();
+        match thread::with_local(|local| account::take_scoped(local, growth)) {
+            // SAFETY: the caller's contract, forwarded (and so below).
+            Scoped::No => unsafe { self.realloc_settled(ptr, layout, new_size) },
+            Scoped::Taken => {
+                // SAFETY: as above.
+                let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+                thread::with_local(|local| account::taken(local, growth, !p.is_null()));
+                p
+            }
+            Scoped::Settle => {
+                // SAFETY: as above.
+                let p = unsafe { self.realloc_settled(ptr, layout, new_size) };
+                let charged = if p.is_null() { 0 } else { growth };
+                thread::with_local(|local| account::leave_real(local, charged));
+                p
+            }
+        }
+    }
+
+    /// Settles the growth with the process figures (checked against the limit), then reallocates.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::realloc`, and `new_size > layout.size()`.
+    unsafe fn realloc_settled(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let growth = new_size - layout.size();
         if !charge(growth) {
             // Refused: the block is left as it was, as a failed `realloc` must.
