@@ -14,11 +14,14 @@ lane_clippy() { # every target, default and v2
   # mimalloc-prof's tests use the `profile` feature, which is a compile error with v2 (no
   # profiler in mimalloc 2): by design, so it is left out of the v2 pass.
   cargo clippy --workspace --exclude mimalloc-prof --all-targets --quiet --features mimalloc-tests/v2 -- -D warnings
+  # The regorus adapter's `limits` module exists only with its feature.
+  cargo clippy -p mimalloc-regorus --all-targets --quiet --features allocator-memory-limits -- -D warnings
 }
 
 lane_docs() { # rustdoc with warnings denied; the docs name every feature, and only files that exist
   scripts/check-docs.sh
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+  RUSTDOCFLAGS="-D warnings" cargo doc -p mimalloc-regorus --features allocator-memory-limits --no-deps --quiet
 }
 
 lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is what the README says
@@ -34,6 +37,7 @@ lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is
 
 lane_workspace() { # the README's test command
   suite "workspace (default)" cargo test --workspace
+  suite "regorus adapter (memory limits)" cargo test -p mimalloc-regorus --features allocator-memory-limits
 }
 
 lane_tests() { # the three crates' suites: lane tests [FEATURES [TARGET]] ("" = default features)
@@ -55,8 +59,10 @@ lane_bench() { # every workload on every allocator passes its result check (quic
   suite "benchmark quick run" cargo test -p mimalloc-bench --test quick_run -- --ignored
   # `product` on examples/product (every variant, quick mode) and the products it must refuse.
   suite "product command" cargo test -p mimalloc-bench --test product_run -- --include-ignored
-  skipped "regorus: scripts/regorus.sh (setup, test, bench, product) builds the published regorus" \
-    "0.14.1 four ways, longer than this run's budget has left; BENCHMARKS.md has its results"
+  # The published regorus with its memory limits served by adapters/regorus: its own tests.
+  suite "regorus memory limits (adapter)" scripts/regorus.sh limits adapter
+  skipped "regorus: scripts/regorus.sh test, bench, product and limits own build the published regorus" \
+    "0.14.1 four more ways, longer than this run's budget has left; BENCHMARKS.md and the README have their results"
 }
 
 lane_features() { # the suites of every feature set that changes how mimalloc is built

@@ -2,10 +2,17 @@
 # regorus 0.14.1, the Rego policy engine, from its published crate, with this workspace's
 # mimalloc in place of its own (`regorus-mimalloc`, renamed to `mimalloc` in its manifest):
 #
-#   scripts/regorus.sh setup     fetch the crate with cargo and unpack two copies under
+#   scripts/regorus.sh setup     fetch the crate with cargo and unpack three copies under
 #                                target/regorus/: own/ as published, ours/ with two manifest lines
-#                                changed (printed as a diff)
+#                                changed, adapter/ with its `mimalloc` dependency replaced by
+#                                adapters/regorus (the changes printed as diffs)
 #   scripts/regorus.sh test      its test suite with `--features mimalloc`, on ours and on own
+#   scripts/regorus.sh limits [COPY...]
+#                                its memory-limit tests (tests/memory_limits.rs and
+#                                tests/execution_limits.rs) with `--features
+#                                allocator-memory-limits`, on adapter and on own (or the copies
+#                                named): about 70 s of building and testing each; lane bench
+#                                runs it on adapter
 #   scripts/regorus.sh bench     its criterion benchmarks aci_benchmark and
 #                                engine_evaluation_benchmark (1 and 2 threads) and the wall time
 #                                and peak RSS of one `regorus eval`, on system, own, ours and
@@ -14,7 +21,8 @@
 #                                default 5; 0 runs only the eval rounds)
 #   scripts/regorus.sh product   `mimalloc-bench product` on that `regorus eval` (ours only)
 #
-# Not part of .ci/run: building regorus four ways takes longer than the CI budget has left.
+# Only `limits adapter` is part of .ci/run: building regorus four ways for the others takes
+# longer than the CI budget has left.
 # Its `opa` test clones OPA's repository from GitHub, which this machine cannot reach.
 set -euo pipefail
 
@@ -36,35 +44,46 @@ setup() {
   (cd "$fetch" && cargo fetch --quiet)
   crate=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"regorus-$version.crate" | head -1)
   log "unpacking $crate (sha256 $(sha256sum "$crate" | cut -d' ' -f1))"
-  for copy in own ours; do
+  for copy in own ours adapter; do
     rm -rf "${dir:?}/$copy"
     mkdir -p "$dir/$copy"
     tar -xzf "$crate" -C "$dir/$copy" --strip-components=1
   done
-  python3 - "$dir/ours/Cargo.toml" "$root/mimalloc" <<'EOF'
+  python3 - "$dir" "$root" <<'EOF'
 import sys
-path, ours = sys.argv[1], sys.argv[2]
-text = open(path).read()
-changes = [
-    # Its dependency, replaced by this workspace's crate under the same name.
-    ('[dependencies.mimalloc]\nversion = "2.2.9"\noptional = true\npackage = "regorus-mimalloc"\n',
-     f'[dependencies.mimalloc]\npath = "{ours}"\noptional = true\n'),
-    # A feature of regorus-mimalloc that this crate lacks: cargo refuses to resolve a
-    # dependency feature that does not exist, even with regorus' own feature off.
-    ('    "mimalloc/allocator-memory-limits",\n', ''),
-]
-for old, new in changes:
-    if text.count(old) != 1:
-        sys.exit(f"regorus.sh: {path} no longer has exactly one {old!r}: update the patch")
-    text = text.replace(old, new)
-open(path, "w").write(text)
+dir, root = sys.argv[1], sys.argv[2]
+dependency = '[dependencies.mimalloc]\nversion = "2.2.9"\noptional = true\npackage = "regorus-mimalloc"\n'
+copies = {
+    "ours": [
+        # Its dependency, replaced by this workspace's crate under the same name.
+        (dependency, f'[dependencies.mimalloc]\npath = "{root}/mimalloc"\noptional = true\n'),
+        # A feature of regorus-mimalloc that this crate lacks: cargo refuses to resolve a
+        # dependency feature that does not exist, even with regorus' own feature off.
+        ('    "mimalloc/allocator-memory-limits",\n', ''),
+    ],
+    "adapter": [
+        # Its dependency, replaced by the adapter, whose features have regorus-mimalloc's names.
+        (dependency, f'[dependencies.mimalloc]\npath = "{root}/adapters/regorus"\noptional = true\n'
+                     'package = "mimalloc-regorus"\n'),
+    ],
+}
+for copy, changes in copies.items():
+    path = f"{dir}/{copy}/Cargo.toml"
+    text = open(path).read()
+    for old, new in changes:
+        if text.count(old) != 1:
+            sys.exit(f"regorus.sh: {path} no longer has exactly one {old!r}: update the patch")
+        text = text.replace(old, new)
+    open(path, "w").write(text)
 EOF
-  log "what had to change in ours/Cargo.toml:"
-  diff -u "$dir/own/Cargo.toml" "$dir/ours/Cargo.toml" | sed -n '3,$p' || true
+  for copy in ours adapter; do
+    log "what had to change in $copy/Cargo.toml:"
+    diff -u "$dir/own/Cargo.toml" "$dir/$copy/Cargo.toml" | sed -n '3,$p' || true
+  done
 }
 
 need_setup() {
-  [ -f "$dir/ours/Cargo.toml" ] || setup
+  [ -f "$dir/adapter/Cargo.toml" ] || setup
 }
 
 # The suite of one copy: libtest's totals, and the two harness-less suites' last lines.
@@ -97,6 +116,26 @@ test_both() {
   echo "SKIPPED opa: the test clones github.com/open-policy-agent/opa, and this machine has no network but the package registries"
 }
 
+# regorus' memory-limit tests, on the adapter and on its own crate (or the copies named):
+# libtest's result line per file, which .ci/lib.sh's `suite` adds up.
+limits() {
+  need_setup
+  [ $# -gt 0 ] || set -- adapter own
+  (cd "$dir/adapter" && cargo tree --quiet --features allocator-memory-limits -i mimalloc-regorus --depth 0) |
+    grep -q "$root/adapters/regorus" || { echo "adapter does not build adapters/regorus" >&2; exit 1; }
+  local copy test out
+  out=$(mktemp)
+  for copy in "$@"; do
+    for test in memory_limits execution_limits; do
+      (cd "$dir/$copy" && cargo test --quiet --features allocator-memory-limits --test "$test") >"$out" 2>&1 ||
+        { tail -60 "$out"; echo "FAILED: $copy --test $test" >&2; exit 1; }
+      echo "$copy --test $test:"
+      grep -E '^test result:' "$out"
+    done
+  done
+  rm -f "$out"
+}
+
 bench() {
   need_setup
   command -v cmake >/dev/null || { echo "regorus-mimalloc builds with cmake: apt-get install cmake" >&2; exit 1; }
@@ -114,5 +153,6 @@ case "${1:-}" in
   test) test_both ;;
   bench) bench ;;
   product) product ;;
-  *) echo "usage: scripts/regorus.sh setup|test|bench|product" >&2; exit 2 ;;
+  limits) shift; limits "$@" ;;
+  *) echo "usage: scripts/regorus.sh setup|test|limits [COPY...]|bench|product" >&2; exit 2 ;;
 esac
