@@ -136,13 +136,17 @@ const REGION_SIZE: usize = if cfg!(target_pointer_width = "64") {
 };
 
 /// Memory that is not mimalloc's own (a block of the global allocator, which is mimalloc here,
-/// would be): the executable's zero-initialised data, which the OS maps on first touch.
-static mut REGION: [MaybeUninit<u8>; REGION_SIZE] = [MaybeUninit::uninit(); REGION_SIZE];
+/// would be): the executable's zero-initialised data, which the OS maps on first touch. One
+/// uninitialised array, not an array of uninitialised bytes: rustc evaluates the latter's
+/// initializer element by element, which took 27 s of every build of this test.
+static mut REGION: MaybeUninit<[u8; REGION_SIZE]> = MaybeUninit::uninit();
 
 #[test]
 fn caller_owned_region_with_a_misaligned_start() {
-    // SAFETY: this test is the only user of REGION, and runs once.
-    let whole: &'static mut [MaybeUninit<u8>] = unsafe { &mut *std::ptr::addr_of_mut!(REGION) };
+    // SAFETY: this test is the only user of REGION, and runs once; `MaybeUninit<[u8; N]>` has
+    // the layout of `[MaybeUninit<u8>; N]`, and uninitialised bytes are valid for the latter.
+    let whole: &'static mut [MaybeUninit<u8>; REGION_SIZE] =
+        unsafe { &mut *std::ptr::addr_of_mut!(REGION).cast() };
     // A start that is not even page-aligned: `Arena::manage` must align it, since `debug`
     // builds of mimalloc 3 assert an aligned start.
     let skip = if (whole.as_ptr() as usize + 1) % 4096 == 0 {
