@@ -35,8 +35,8 @@ lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is
   python3 scripts/check-workflow.py --self-test
 }
 
-lane_workspace() { # the README's test command
-  suite "workspace (default)" cargo test --workspace
+lane_workspace() { # the README's test command: the crates a product links, and their tools
+  suite "workspace (default members)" cargo test
   suite "regorus adapter (memory limits)" cargo test -p mimalloc-regorus --features allocator-memory-limits
 }
 
@@ -44,6 +44,9 @@ lane_tests() { # the three crates' suites: lane tests [FEATURES [TARGET]] ("" = 
   local features=${1:-} target=${2:-} args=(-p mimalloc-sys -p mimalloc -p mimalloc-tests)
   [ -n "$features" ] && args+=(--features "$(test_features "$features")")
   [ -n "$target" ] && args+=(--target "$target")
+  # The doc tests change with the API, which only `v2` changes: they run with the default
+  # features and with `v2`, and every other set runs the same examples on the same code.
+  case "$features" in "" | v2) ;; *) args+=(--lib --tests) ;; esac
   # product_*: the product tests build a whole product with cargo; `lane product` runs them.
   suite "features ${features:-default}${target:+ ($target)}" cargo test "${args[@]}" -- --skip product_
 }
@@ -52,7 +55,9 @@ lane_product() { # the product example with and without mimalloc, and as a git d
   suite "product${1:+ ($1)}" cargo test -p mimalloc-tests --test product ${1:+--target "$1"}
 }
 
-lane_bench() { # every workload on every allocator passes its result check (quick mode)
+lane_bench() { # the benchmark's crates: their tests, and every workload on every allocator (quick mode)
+  # Not among the workspace's default members (the README's `cargo test` leaves them out).
+  suite "benchmark crates" cargo test -p bench-workloads -p bench-driver -p mimalloc-bench -p bench-global-alloc
   # Builds a release driver per allocator (jemalloc from source, the peer's own workspace).
   # Speed is not checked, only results.
   command -v cmake >/dev/null || need_packages cmake
@@ -96,17 +101,17 @@ lane_profile() { # the heap profile of the worked example, read by mimalloc-prof
 }
 
 lane_nightly() { # core::alloc::Allocator, and the compile-fail doc tests with their error codes
-  have_nightly || { skipped "nightly lane: no nightly toolchain on this machine"; return 0; }
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   suite "nightly Allocator" cargo +nightly test -p mimalloc-tests --features nightly --test nightly_allocator
   suite "nightly doc tests (v3)" cargo +nightly test -p mimalloc --doc --features std,allocator-api2
   suite "nightly doc tests (v2)" cargo +nightly test -p mimalloc --doc --features std,allocator-api2,v2
 }
 
 lane_miri() { # a #![no_std] product with assign_global! runs under Miri (on Miri's own heap)
-  have_nightly || { skipped "miri lane: no nightly toolchain on this machine"; return 0; }
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   cargo +nightly miri --version >/dev/null 2>&1 ||
     rustup +nightly component add miri rust-src >/dev/null 2>&1 ||
-    { skipped "miri lane: the nightly toolchain has no Miri, and rustup could not add it"; return 0; }
+    { skip_lane "the nightly toolchain has no Miri, and rustup could not add it"; return 0; }
   suite "miri: no_std product" cargo +nightly miri test -p mimalloc-test-no-std-product
 }
 
@@ -148,7 +153,7 @@ long_stress() {
 }
 
 lane_asan() { # the C side with MI_TRACK_ASAN, the Rust side with -Zsanitizer=address (and LeakSanitizer)
-  have_nightly || { skipped "asan lane: no nightly toolchain on this machine"; return 0; }
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   local flags="-Zsanitizer=address" target
   target=$(rustc -vV | sed -n 's/^host: //p')
   suite "asan: three crates" env RUSTFLAGS="$flags" RUSTDOCFLAGS="$flags" \
@@ -169,7 +174,7 @@ lane_valgrind() { # memcheck (MI_TRACK_VALGRIND): no errors, and a deliberate us
 }
 
 lane_fuzz() { # the differential model under libFuzzer, from the committed seed corpus: lane fuzz [SECONDS]
-  have_nightly || { skipped "fuzz lane: no nightly toolchain on this machine"; return 0; }
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   local seconds=${1:-90} fuzz_log
   command -v clang >/dev/null || need_packages clang
   cargo fuzz --version >/dev/null 2>&1 || cargo install --quiet --locked cargo-fuzz
@@ -205,7 +210,7 @@ lane_package() { # mimalloc-sys ships its C sources and builds from the package
 
 lane_msrv() { # Rust 1.63 with its own Cargo 1.63 (rustup's toolchain: the hosted MSRV jobs)
   if ! cargo +1.63.0 --version >/dev/null 2>&1; then
-    skipped "msrv lane: no rustup toolchain 1.63.0 here (rustup cannot fetch toolchains on this machine;" \
+    skip_lane "no rustup toolchain 1.63.0 here (rustup cannot fetch toolchains on this machine;" \
       "lane manifests checks the manifests against Cargo 1.63's schema, lane cross x86_64-unknown-linux-gnu builds with Debian's rustc 1.63)"
     return 0
   fi
@@ -230,10 +235,20 @@ cross_features() {
 CROSS_TARGETS=(x86_64-unknown-linux-gnu x86_64-pc-windows-gnu i686-unknown-linux-gnu
   aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf wasm32-unknown-unknown)
 
-lane_cross() { # Debian's Rust 1.63 for a target: natively, under Wine or qemu, or build only: lane cross TARGET
-  local target=${1:?usage: lane cross TARGET} features
-  features=$(cross_features "$target")
-  eval "scripts/cross-test.sh $target $features"
+# Debian's Rust 1.63 for a target: natively, under Wine or qemu, or build only. FEATURES are
+# mimalloc-tests feature sets, `default` for none; without them, the target's list above.
+lane_cross() { # lane cross TARGET [FEATURES ...]
+  local target=${1:?usage: lane cross TARGET [FEATURES ...]} features=() set
+  shift
+  if [ "$#" -eq 0 ]; then
+    eval "features=($(cross_features "$target"))"
+  else
+    for set in "$@"; do
+      [ "$set" = default ] && set=""
+      features+=("$set")
+    done
+  fi
+  scripts/cross-test.sh "$target" ${features[@]+"${features[@]}"}
 }
 
 lane_clean_tree() { # the build left the source tree as it found it

@@ -10,8 +10,15 @@ step() {
   printf '\n=== %s (at %d s)\n' "$*" "$((SECONDS - run_start))"
 }
 
+checks_skipped=0
 skipped() { # a check that cannot run here: say so, visibly, and carry on
   echo "SKIPPED $*"
+  checks_skipped=$((checks_skipped + 1))
+}
+
+skip_lane() { # the whole lane cannot run here: say why; the set's last line counts it
+  echo "SKIPPED lane: $*"
+  lane_skipped="$*"
 }
 
 # Runs a `cargo test` command quietly. On success prints one line of totals and, under it, every

@@ -7,11 +7,12 @@
 #   table and is named in its crate's `src/lib.rs` docs; every row of that table is a feature of
 #   `mimalloc`; every build-time feature of mimalloc-sys is forwarded by `mimalloc`;
 # - the bench driver features ARCHITECTURE.md names exist (it once named a `no_thp`);
-# - every file path in README.md, ARCHITECTURE.md, BENCHMARKS.md, bench/README.md, the crates'
-#   doc comments and CI files exists (relative to the repository, the document, or the
+# - every file path in README.md, ARCHITECTURE.md, BENCHMARKS.md, bench/README.md, docs/*.md,
+#   the crates' doc comments and CI files exists (relative to the repository, the document, or the
 #   ARCHITECTURE.md section's directory);
 # - the mimalloc versions the README and ARCHITECTURE.md give, and mimalloc-sys's example of
-#   DEP_MIMALLOC_VERSION, are those of the vendored headers.
+#   DEP_MIMALLOC_VERSION, are those of the vendored headers;
+# - docs/ci.md's tables are the lanes of `bash .ci/run lanes landing` and `bash .ci/run lanes`.
 #
 # Prints every problem, then fails if there was one. Needs python3 >= 3.11 (tomllib).
 set -euo pipefail
@@ -124,7 +125,7 @@ def check_paths(name, text, bases_for_line=None):
                 problem(f"{name}:{number}: `{token}` does not exist")
 
 
-for doc in ["README.md", "BENCHMARKS.md", "bench/README.md"]:
+for doc in ["README.md", "BENCHMARKS.md", "bench/README.md", *sorted(map(str, Path("docs").glob("*.md")))]:
     here = str(Path(doc).parent) if "/" in doc else ""
     check_paths(doc, Path(doc).read_text(), lambda line, here=here: ["", here] if here else [""])
 
@@ -154,6 +155,30 @@ for ci_file in (".ci/run", ".ci/lanes.sh", ".ci/lib.sh", ".github/workflows/ci.y
         for script in re.findall(r"\bscripts/[A-Za-z0-9_.\-]+", line):
             if not Path(script).exists():
                 problem(f"{ci_file}:{number}: {script} does not exist")
+
+# docs/ci.md: its landing table is exactly `bash .ci/run lanes landing`, in order, and its full
+# table names every lane of `bash .ci/run lanes`.
+ci_doc = Path("docs/ci.md").read_text()
+
+
+def first_cells(heading):
+    rows = [l for l in section(ci_doc, heading).splitlines() if l.startswith("| `")]
+    return [re.findall(r"`([^`]+)`", row.split("|")[1]) for row in rows]
+
+
+def lanes(*which):
+    out = subprocess.run(["bash", ".ci/run", "lanes", *which], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+landing_rows = [cells[0] for cells in first_cells("The landing set")]
+if landing_rows != lanes("landing"):
+    problem(f"docs/ci.md: the landing table lists {landing_rows}, `bash .ci/run lanes landing` {lanes('landing')}")
+full_rows = {name.split()[0] for cells in first_cells("The full run") for name in cells}
+for lane in sorted({line.split()[0] for line in lanes()} - full_rows):
+    problem(f"docs/ci.md: the full run's table has no row for lane `{lane}`")
+for lane in sorted(full_rows - {line.split()[0] for line in lanes()}):
+    problem(f"docs/ci.md: the full run's table names `{lane}`, which `bash .ci/run lanes` does not run")
 
 # Versions.
 def version(v):

@@ -21,7 +21,7 @@
 #                                default 5; 0 runs only the eval rounds)
 #   scripts/regorus.sh product   `mimalloc-bench product` on that `regorus eval` (ours only)
 #
-# Only `limits adapter` is part of .ci/run: building regorus four ways for the others takes
+# Only `limits adapter` is part of .ci/run (the full run): building regorus four ways for the others takes
 # longer than the CI budget has left.
 # Its `opa` test clones OPA's repository from GitHub, which this machine cannot reach.
 set -euo pipefail

@@ -1,11 +1,11 @@
 //! Option defaults baked into mimalloc at build time with `MIMALLOC_SYS_DEFAULT_<NAME>`.
-//! `.ci/run` builds this file with some set (with GCC and with clang). Nothing in this binary
-//! changes an option, so the values read are the defaults.
+//! The `baked` lane of `.ci/run full` builds this file with some set (with GCC and with clang).
+//! Nothing in this binary changes an option, so the values read are the defaults.
 
 use mimalloc::{MiOption, OptionKind};
 use mimalloc_tests::{is_child, run_child};
 
-/// What `.ci/run` says it baked in (`MIMALLOC_TESTS_EXPECT_BAKED`, `name=value,...`): `None`
+/// What the `baked` lane says it baked in (`MIMALLOC_TESTS_EXPECT_BAKED`, `name=value,...`): `None`
 /// when the variable is absent. Set but empty or malformed is a broken CI step, not a build with
 /// nothing baked in, and fails.
 fn expected_from_ci() -> Option<Vec<(String, i64)>> {
@@ -35,7 +35,7 @@ fn expected_from_ci() -> Option<Vec<(String, i64)>> {
 }
 
 /// Defaults baked in at build time (`MIMALLOC_SYS_DEFAULT_<NAME>`) are the values `get` returns
-/// unless the environment says otherwise. `.ci/run` builds this test with some set and says
+/// unless the environment says otherwise. The `baked` lane builds this test with some set and says
 /// which, so that a build that lost the variables fails here.
 #[test]
 fn baked_defaults_are_the_defaults() {
@@ -47,13 +47,13 @@ fn baked_defaults_are_the_defaults() {
                 .iter()
                 .map(|&(name, value)| (name.to_string(), value))
                 .collect();
-            assert_eq!(listed, expected, "baked in, and what .ci/run asked for");
+            assert_eq!(listed, expected, "baked in, and what CI asked for");
         }
         None if baked.is_empty() => {
             return mimalloc_tests::skip(
                 TEST,
                 "no option default is baked into this build, and MIMALLOC_TESTS_EXPECT_BAKED \
-                 (set by .ci/run's \"option defaults baked in\" step) is absent",
+                 (set by the `baked` lane of .ci/run full) is absent",
             );
         }
         // Baked in by hand, without the CI's list: the values are still checked below.

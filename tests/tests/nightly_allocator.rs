@@ -1,5 +1,5 @@
 //! `core::alloc::Allocator` (the `nightly` feature): the standard collections in a heap.
-//! Run by `.ci/run` with `cargo +nightly test -p mimalloc-tests --features nightly`.
+//! Run by `.ci/run full` (lane `nightly`) with `cargo +nightly test -p mimalloc-tests --features nightly`.
 #![cfg(feature = "nightly")]
 #![feature(allocator_api)]
 

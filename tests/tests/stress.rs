@@ -1,7 +1,7 @@
 //! The multithreaded stress (`mimalloc_tests::stress`) through the global allocator that
 //! `assign_global!` installs. `cargo test` runs a short version; `MIMALLOC_STRESS=threads=8,
-//! seconds=40` runs a long one (`.ci/run` does, per build). The only test of this binary, so
-//! that mimalloc's process-wide statistics at its end are its own.
+//! seconds=40` runs a long one (the `stress` lane of `.ci/run full` does, per build). The only
+//! test of this binary, so that mimalloc's process-wide statistics at its end are its own.
 
 mimalloc::assign_global!();
 
@@ -36,7 +36,7 @@ fn stress_threads_through_the_global_allocator() {
 
     let report = stress::run(&Global, &config);
 
-    // The line `.ci/run` collects for its report.
+    // The line the `stress` lane collects for its report.
     let _ = writeln!(
         std::io::stderr(),
         "STRESS [{}] mimalloc {}, {} threads x {} steps: {report}",
