@@ -51,8 +51,10 @@ as_root() {
 # the Linux machines, where these lanes run).
 need_packages() {
   local missing=() package
+  # Installed, not merely known: `dpkg -s` also succeeds for a removed package whose
+  # configuration files remain (it once let a lane run without its cross compiler).
   for package in "$@"; do
-    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null)" = installed ] || missing+=("$package")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   as_root apt-get update -qq || echo "apt-get update reported errors; trying the install anyway"

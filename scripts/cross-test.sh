@@ -78,8 +78,10 @@ fi
 # --- install (idempotent and quiet) ----------------------------------------------------------
 install_packages() {
   local missing=()
+  # Installed, not merely known: `dpkg -s` also succeeds for a removed package whose
+  # configuration files remain (it once let a lane run without its cross compiler).
   for p in "${packages[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   log "installing ${missing[*]}"

@@ -50,7 +50,7 @@ qemu+=(-smp 2 -accel tcg,thread=multi -m 3072 -nographic -nic none -no-reboot)
 install_host_packages() {
   local missing=() p
   for p in qemu-system-arm cpio "binutils-$triple"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   log "installing ${missing[*]}"
