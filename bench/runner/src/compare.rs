@@ -97,7 +97,7 @@ fn measure_one(
         variant.name
     ));
     let binary = &binaries[variant.binary].path;
-    measure::run(binary, variant, at.workload.name, options.quick)
+    measure::run(binary, variant, at.workload, options.quick)
 }
 
 /// Every run checks the driver's answer: the run fails when any did not match.

@@ -4,6 +4,7 @@
 
 use crate::env;
 use crate::variants::Variant;
+use bench_workloads::{Timing, Workload};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,19 +25,21 @@ pub struct Sample {
 }
 
 /// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
-/// `MIMALLOC_*` variable.
+/// `MIMALLOC_*` variable. Its time is the driver's clock around the run, or for a
+/// [`Timing::WholeProcess`] workload the process's, from spawn to exit (and its CPU time the
+/// whole process's).
 pub fn run(
     binary: &Path,
     variant: &Variant,
-    workload: &str,
+    workload: &Workload,
     quick: bool,
 ) -> Result<Sample, String> {
     let mut command = env::command(binary, &variant.env);
-    command.args(["run", workload]);
+    command.args(["run", workload.name]);
     if quick {
         command.arg("--quick");
     }
-    let what = format!("{workload} on {}", variant.name);
+    let what = format!("{} on {}", workload.name, variant.name);
     let finished = run_to_end(command, &what, Output::Kept)?;
     if !finished.success {
         return Err(format!(
@@ -45,7 +48,15 @@ pub fn run(
             finished.stderr.trim()
         ));
     }
-    sample(&finished, &what)
+    let run = sample(&finished, &what)?;
+    Ok(match workload.timing {
+        Timing::Run => run,
+        Timing::WholeProcess => Sample {
+            nanos: finished.wall_nanos,
+            cpu_nanos: finished.usage.cpu_nanos,
+            ..run
+        },
+    })
 }
 
 /// A process that has exited.

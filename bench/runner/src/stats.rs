@@ -34,6 +34,14 @@ impl Samples {
         median(times).map(|m| (max - min) / m)
     }
 
+    /// The slowest run against the median: how long the worst round made its user wait,
+    /// in medians (a service sees it as a latency spike).
+    pub fn stall(&self, w: usize, v: usize) -> Option<f64> {
+        let times: Vec<f64> = self.times(w, v).collect();
+        let max = times.iter().copied().fold(0.0, f64::max);
+        median(times).map(|m| max / m)
+    }
+
     /// Median over rounds of `time(v) / time(base)` in the same round: each ratio compares
     /// two runs made moments apart, so slow drifts of the machine cancel out.
     pub fn time_ratio(&self, w: usize, v: usize, base: usize) -> Option<f64> {
@@ -153,6 +161,7 @@ mod tests {
         assert_eq!(s.median_cpu_seconds(0, 0), Some(400e-9));
         assert_eq!(s.median_seconds(0, 0), Some(200e-9));
         assert_eq!(s.spread(0, 0), Some(1.5));
+        assert_eq!(s.stall(0, 0), Some(2.0));
         assert_eq!(s.median_minor_faults(0, 1), Some(750.0));
         // A failed run leaves its round out of the pairs.
         s.grid[0][1][2] = None;

@@ -3,7 +3,7 @@
 //! free path, jemalloc's remote frees, glibc's arena locks).
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 use std::sync::mpsc;
 use std::thread;
 
@@ -11,12 +11,14 @@ pub const TWO_THREADS: Workload = Workload {
     name: "cross-thread-2",
     summary: "1 producer thread allocates messages, 1 consumer thread frees them (channels)",
     prepare: |scale| prepare(scale, 2),
+    timing: Timing::Run,
 };
 
 pub const FOUR_THREADS: Workload = Workload {
     name: "cross-thread-4",
     summary: "2 producer threads allocate messages, 2 consumer threads free them (channels)",
     prepare: |scale| prepare(scale, 4),
+    timing: Timing::Run,
 };
 
 /// Messages travel in batches, as a pipeline stage sends them; one channel send per batch.

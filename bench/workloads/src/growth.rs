@@ -2,12 +2,13 @@
 //! doubling goes through `realloc` and a block can rarely grow where it is.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 
 pub const WORKLOAD: Workload = Workload {
     name: "growth",
     summary: "Vec<u64> and String push-heavy, 64 interleaved at a time (the realloc path)",
     prepare,
+    timing: Timing::Run,
 };
 
 const LANES: usize = 64;

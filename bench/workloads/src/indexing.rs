@@ -3,13 +3,14 @@
 //! key per distinct word, and posting lists that grow.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 use std::collections::HashMap;
 
 pub const WORKLOAD: Workload = Workload {
     name: "indexing",
     summary: "build an inverted index HashMap<String, Vec<u32>> over generated text, then drop it",
     prepare,
+    timing: Timing::Run,
 };
 
 const VOCABULARY: usize = 40_000;

@@ -3,12 +3,13 @@
 //! in a churn (SIMD buffers, cache-line-padded structures, page-aligned I/O buffers).
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 
 pub const WORKLOAD: Workload = Workload {
     name: "large-aligned",
     summary: "1-64 MiB blocks touched and freed; 64-4096-byte aligned blocks churned",
     prepare,
+    timing: Timing::Run,
 };
 
 const MIB: usize = 1 << 20;

@@ -7,12 +7,13 @@
 //! that read files or network payloads into large fresh buffers.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 
 pub const WORKLOAD: Workload = Workload {
     name: "large-touch",
     summary: "fresh 1-64 MiB Vec<u8>s, one byte written per 4 KiB page, freed or kept in turn",
     prepare,
+    timing: Timing::Run,
 };
 
 const MIB: usize = 1 << 20;

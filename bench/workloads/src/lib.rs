@@ -14,14 +14,18 @@ pub mod driver;
 pub mod rng;
 
 mod cross_thread;
+mod document_tree;
 mod growth;
 mod indexing;
 mod large_aligned;
+mod large_reuse;
 mod large_touch;
 mod policy_eval;
+mod producer_consumer;
 mod producer_loop;
 mod replay;
 mod server_churn;
+mod short_lived;
 
 /// How much work a run does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,8 +72,22 @@ pub struct Workload {
     pub name: &'static str,
     /// One line on what it does and which program it stands for.
     pub summary: &'static str,
-    /// Generates the input and the expected answer (untimed).
+    /// Generates the input and the expected answer (untimed unless the timing is the whole
+    /// process's).
     pub prepare: fn(Scale) -> Run,
+    /// What its time is.
+    pub timing: Timing,
+}
+
+/// What a workload's time measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// The run alone, as the driver clocks it: preparation, start-up and exit are left out.
+    Run,
+    /// The whole process, from spawn to exit, as the benchmark runner clocks it: for workloads
+    /// that stand for short-lived programs, whose allocator's start-up and exit are part of
+    /// what their users wait for.
+    WholeProcess,
 }
 
 /// Every workload, in the order the reports list them.
@@ -84,6 +102,10 @@ pub const ALL: &[Workload] = &[
     growth::WORKLOAD,
     large_aligned::WORKLOAD,
     large_touch::WORKLOAD,
+    large_reuse::WORKLOAD,
+    producer_consumer::WORKLOAD,
+    document_tree::WORKLOAD,
+    short_lived::WORKLOAD,
 ];
 
 /// The workload called `name`.

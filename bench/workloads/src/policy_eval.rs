@@ -4,13 +4,14 @@
 //! request.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 use serde_json::{Value, json};
 
 pub const WORKLOAD: Workload = Workload {
     name: "policy-eval",
     summary: "parse a JSON document, evaluate many queries that clone and build serde_json values",
     prepare,
+    timing: Timing::Run,
 };
 
 const DEPARTMENTS: [&str; 6] = ["eng", "sales", "ops", "legal", "hr", "finance"];

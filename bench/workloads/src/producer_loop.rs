@@ -3,12 +3,13 @@
 //! log viewer's producer loop does before handing messages on.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload};
+use crate::{Outcome, Run, Scale, Timing, Workload};
 
 pub const WORKLOAD: Workload = Workload {
     name: "producer-loop",
     summary: "parse a binary log into owned messages, one per call and batches per call",
     prepare,
+    timing: Timing::Run,
 };
 
 /// A parsed log record; it owns its strings, as messages sent to another stage must.

@@ -3,13 +3,14 @@
 //! churning `Vec`s, as a blockchain node replays blocks.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 use std::collections::{BTreeMap, HashMap};
 
 pub const WORKLOAD: Workload = Workload {
     name: "replay",
     summary: "apply blocks of transactions to BTreeMap/HashMap state with Vec churn",
     prepare,
+    timing: Timing::Run,
 };
 
 const ACCOUNTS: usize = 20_000;

@@ -3,13 +3,14 @@
 //! change hands, so blocks allocated by one thread are freed by another.
 
 use crate::rng::Rng;
-use crate::{Outcome, Run, Scale, Workload, mix};
+use crate::{Outcome, Run, Scale, Timing, Workload, mix};
 use std::thread;
 
 pub const WORKLOAD: Workload = Workload {
     name: "server-churn",
     summary: "2 threads replace random-size blocks in working sets that change threads each round",
     prepare,
+    timing: Timing::Run,
 };
 
 const THREADS: usize = 2;

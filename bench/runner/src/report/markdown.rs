@@ -6,6 +6,7 @@ use std::fmt::{Display, Write};
 pub fn render(report: &Report) -> String {
     let mut out = preamble(report);
     out.push_str(&allocators(report));
+    out.push_str(&super::targets::markdown(report));
     let matrices: [(&str, Pick); 5] = [
         ("Time vs system", (|r: &Row| r.vs_system) as Pick),
         ("Time vs peer", |r: &Row| r.vs_peer),
@@ -66,7 +67,8 @@ fn preamble(report: &Report) -> String {
     out.push_str(
         "Ratios are medians over rounds of the ratio of two runs of the same round (paired), \
          so slow drifts of the machine cancel out; below 1 is faster (or smaller). \
-         *Spread* is (slowest - fastest) / median over the rounds: the noise. *Time* is wall \
+         *Spread* is (slowest - fastest) / median over the rounds: the noise. *Stall* is \
+         slowest / median: how much longer the worst round took than a typical one. *Time* is wall \
          time; *CPU time* is user+system time of all the run's threads, which other processes \
          on a busy machine change much less (but which counts a waiting thread's spinning and \
          not its sleeping).\n\n",

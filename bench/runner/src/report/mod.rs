@@ -3,6 +3,7 @@
 pub mod markdown;
 pub mod svg;
 pub mod table;
+pub mod targets;
 
 use crate::machine::Machine;
 use crate::stats::{Samples, geometric_mean};
@@ -69,6 +70,7 @@ pub struct Row {
     pub allocator: String,
     pub median_seconds: Option<f64>,
     pub spread: Option<f64>,
+    pub stall: Option<f64>,
     pub vs_system: Option<f64>,
     pub vs_peer: Option<f64>,
     pub cpu_seconds: Option<f64>,
@@ -81,10 +83,11 @@ pub struct Row {
 
 /// The columns of [`Row::cells`]: as the terminal names them (narrow), and as Markdown does.
 /// [`Report::columns`] leaves out the *vs peer* ones when no allocator is the peer.
-pub const COLUMNS: [(&str, &str); 11] = [
+pub const COLUMNS: [(&str, &str); 12] = [
     ("allocator", "allocator"),
     ("median", "median time"),
     ("spread", "spread"),
+    ("stall", "stall"),
     ("vs system", "vs system"),
     ("vs peer", "vs peer"),
     ("CPU", "CPU time"),
@@ -102,6 +105,7 @@ impl Row {
             self.allocator.clone(),
             seconds(self.median_seconds),
             percent(self.spread),
+            ratio(self.stall),
             ratio(self.vs_system),
             ratio(self.vs_peer),
             seconds(self.cpu_seconds),
@@ -115,7 +119,7 @@ impl Row {
 }
 
 /// The indices into [`COLUMNS`] of the ratios against the peer.
-const PEER_COLUMNS: [usize; 2] = [4, 7];
+const PEER_COLUMNS: [usize; 2] = [5, 8];
 
 impl Report<'_> {
     fn index(&self, name: &str) -> Option<usize> {
@@ -143,6 +147,7 @@ impl Report<'_> {
                 allocator: self.allocators[v].name.clone(),
                 median_seconds: s.median_seconds(w, v),
                 spread: s.spread(w, v),
+                stall: s.stall(w, v),
                 vs_system: system.and_then(|b| s.time_ratio(w, v, b)),
                 vs_peer: peer.and_then(|b| s.time_ratio(w, v, b)),
                 cpu_seconds: s.median_cpu_seconds(w, v),

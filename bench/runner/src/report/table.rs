@@ -14,6 +14,13 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str(&aligned(&lines));
     }
+    let targets = super::targets::summary(report);
+    if !targets.is_empty() {
+        out.push_str("\nagainst the targets (time vs the faster peer, RSS vs the leaner peer, stall vs the peer's):\n");
+        for line in targets {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     if !report.has_matrices() {
         return out;
     }
