@@ -245,12 +245,16 @@ fn link(plan: &Plan) {
 /// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
 /// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
 /// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`),
-/// and `DEP_MIMALLOC_PROFILER` where the heap profiler records call stacks (`Plan::profiler`).
+/// `DEP_MIMALLOC_PROFILER` where the heap profiler records call stacks (`Plan::profiler`), and
+/// `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` where the safe crate advises large blocks for huge pages.
 fn publish_metadata(sources: &Sources, plan: &Plan) {
     println!("cargo:rustc-cfg=mimalloc_runs");
     println!("cargo:runs=1");
     if plan.profiler {
         println!("cargo:profiler=1");
+    }
+    if plan.huge_block_advice {
+        println!("cargo:huge_block_advice=1");
     }
     println!("cargo:include={}", sources.include().display());
     let version = sources

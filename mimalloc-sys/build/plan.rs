@@ -155,6 +155,9 @@ pub struct Plan {
     /// allocation has an empty stack and a profile says nothing, so the safe crate refuses to
     /// start one (`cfg(mimalloc_profiler)`).
     pub profiler: bool,
+    /// Whether the safe crate's routing core advises large blocks for huge pages
+    /// ([`huge_block_advice`]; `cfg(mimalloc_huge_block_advice)`).
+    pub huge_block_advice: bool,
 }
 
 /// What the build script will do.
@@ -210,6 +213,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         static_crt: static_crt(target),
         warnings: warnings(target, features),
         profiler,
+        huge_block_advice: huge_block_advice(target, version),
     };
     sanitizer_flags(&mut plan, target, features);
     compiler_flags(&mut plan, target, features);
@@ -508,11 +512,41 @@ fn tls_defines(defines: &mut Vec<Define>, target: &Target) {
     }
 }
 
+/// Whether the routing core advises the kernel to back each block of 2 MiB or more with
+/// transparent huge pages (`cfg(mimalloc_huge_block_advice)` in the safe crate), mimalloc itself
+/// leaving its arenas to the kernel's default (`MI_NO_THP`, see [`memory_defaults`]): mimalloc 3
+/// on 64-bit Linux, where huge pages pay for large blocks and cost small heaps their size.
+/// Android keeps huge pages off, 32-bit Linux too (its address space is too tight for 2 MiB
+/// granules), and mimalloc 2 keeps its own advice on segments.
+pub fn huge_block_advice(target: &Target, version: Version) -> bool {
+    version == Version::V3 && target.os == "linux" && target.pointer_width == 64
+}
+
 /// The option defaults chosen on the benchmark (BENCHMARKS.md, "The option defaults"): the
 /// environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still override them. The rest of
-/// mimalloc's defaults measured best as they are, `arena_purge_immediate_size` (32 MiB) included.
+/// mimalloc's defaults (`page_reclaim_on_free`, `purge_delay`, `arena_purge_mult`) measured best
+/// as they are.
 fn memory_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) {
-    if target.os == "android" {
+    if huge_block_advice(target, version) {
+        define(
+            defines,
+            "MI_NO_THP",
+            None,
+            "huge pages for large blocks only: mimalloc no longer advises its arenas for \
+             transparent huge pages (the routing core advises each block of 2 MiB or more \
+             instead), so small heaps fault in 4 KiB at a time: peak RSS against glibc, geometric \
+             mean over the benchmark's 14 workloads, 1.32x instead of 1.64x with mode 2 on every \
+             arena; mid-sized heaps of small blocks pay up to 1.25x the registry crate's time",
+        );
+        define(
+            defines,
+            "MI_DEFAULT_ALLOW_THP",
+            Some("1"),
+            "huge pages allowed for the process (0 would disable them with prctl, and the \
+             routing core's advice with them), and purges in 64 KiB slices rather than whole \
+             2 MiB pages (mode 2), which only pays where every arena page is huge",
+        );
+    } else if target.os == "android" {
         define(
             defines,
             "MI_DEFAULT_ALLOW_THP",
@@ -533,10 +567,21 @@ fn memory_defaults(defines: &mut Vec<Define>, target: &Target, version: Version)
         define(
             defines,
             "MI_DEFAULT_ALLOW_THP",
-            Some(if version == Version::V3 { "2" } else { "1" }),
-            "Linux: transparent huge pages on (mimalloc's default; with mimalloc 3 purged in \
-             whole 2 MiB pages): large blocks touched page by page run 2.5-3x faster than with \
-             them off, for about one huge page more of peak memory on small heaps",
+            Some("1"),
+            "Linux, mimalloc 2: transparent huge pages on (mimalloc's default), its segments \
+             advised for them",
+        );
+    }
+    if version == Version::V3 && target.pointer_width == 64 {
+        define(
+            defines,
+            "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE",
+            Some("262144"),
+            "free ranges purged at once only from 256 MiB (in KiB; mimalloc's default is \
+             32 MiB): with 32 MiB every freed buffer of 32-64 MiB was handed back and faulted in \
+             again on reuse, 8.4x the registry crate's time on large-reuse, 0.72x with 256 MiB; \
+             smaller ranges wait for the purge delay (peak RSS 1.77x mimalloc-safe's there). \
+             From 256 MiB a freed block is still returned at once",
         );
     }
 }

@@ -256,36 +256,47 @@ fn override_is_refused_loudly_on_windows() {
     assert!(plan.warnings.is_empty());
 }
 
-/// Transparent huge pages on Linux (mode 2 with mimalloc 3, 1 with mimalloc 2), off on Android
-/// (mimalloc's own defaults) and for mimalloc 3 on 32-bit Linux (whose freed large blocks mode 2
-/// keeps resident), unset where there are none; mimalloc's immediate purge of free ranges from
-/// 32 MiB up is kept (BENCHMARKS.md, "The option defaults").
+/// Huge pages for large blocks only with mimalloc 3 on 64-bit Linux (mimalloc's arena advice
+/// compiled out, `allow_thp` 1, the routing core advising blocks of 2 MiB or more), mimalloc 2's
+/// own advice on Linux, off on Android (mimalloc's own default) and for mimalloc 3 on 32-bit
+/// Linux, unset where there are none; immediate purges from 256 MiB instead of 32 MiB on 64-bit
+/// targets with mimalloc 3 (BENCHMARKS.md, "The option defaults").
 #[test]
 fn memory_defaults_follow_the_benchmark() {
-    for (triple, v3, v2) in [
-        ("x86_64-unknown-linux-gnu", Some("2"), Some("1")),
-        ("aarch64-unknown-linux-gnu", Some("2"), Some("1")),
-        ("i686-unknown-linux-gnu", Some("0"), Some("1")),
-        ("armv7-unknown-linux-gnueabihf", Some("0"), Some("1")),
-        ("aarch64-linux-android", Some("0"), Some("0")),
-        ("aarch64-apple-darwin", None, None),
-        ("x86_64-pc-windows-msvc", None, None),
+    // (triple, allow_thp with v3, with v2, huge-block advice with v3)
+    for (triple, v3, v2, advice) in [
+        ("x86_64-unknown-linux-gnu", Some("1"), Some("1"), true),
+        ("aarch64-unknown-linux-gnu", Some("1"), Some("1"), true),
+        ("i686-unknown-linux-gnu", Some("0"), Some("1"), false),
+        ("armv7-unknown-linux-gnueabihf", Some("0"), Some("1"), false),
+        ("aarch64-linux-android", Some("0"), Some("0"), false),
+        ("aarch64-apple-darwin", None, None, false),
+        ("x86_64-pc-windows-msvc", None, None, false),
     ] {
         for (v2_feature, thp) in [(false, v3), (true, v2)] {
             let features = Features {
                 v2: v2_feature,
                 ..Features::default()
             };
-            let plan = build(&target(triple), features);
+            let t = target(triple);
+            let plan = build(&t, features);
             assert_eq!(
                 value(&plan, "MI_DEFAULT_ALLOW_THP"),
                 thp.map(Some),
                 "{triple}"
             );
+            let advised = advice && !v2_feature;
+            assert_eq!(plan.huge_block_advice, advised, "{triple}");
+            assert_eq!(
+                value(&plan, "MI_NO_THP").is_some(),
+                advised,
+                "{triple}: mimalloc's own advice goes exactly where the routing core's comes"
+            );
+            let immediate = (!v2_feature && t.pointer_width == 64).then_some(Some("262144"));
             assert_eq!(
                 value(&plan, "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE"),
-                None,
-                "{triple}: mimalloc's 32 MiB measured best"
+                immediate,
+                "{triple}"
             );
             assert!(plan.warnings.is_empty(), "{triple}");
         }

@@ -78,6 +78,8 @@ mod error;
 #[cfg(mimalloc_runs)]
 mod heap;
 #[cfg(mimalloc_runs)]
+mod huge_pages;
+#[cfg(mimalloc_runs)]
 mod info;
 #[cfg(mimalloc_runs)]
 mod options;

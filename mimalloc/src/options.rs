@@ -144,11 +144,15 @@ options! {
     GuardedSampleSeed = mi_option_guarded_sample_seed, "guarded_sample_seed", Number;
     /// Collect heaps every this many calls of the generic allocation path.
     GenericCollect = mi_option_generic_collect, "generic_collect", Number;
-    /// Allow transparent huge pages (Linux and Android): 0 no, 1 yes, 2 (mimalloc 3) yes and
-    /// purge in whole 2 MiB pages. Default, as this crate's build sets it: mimalloc 3: 2 on
-    /// 64-bit Linux, 0 on 32-bit Linux and Android; mimalloc 2: 1 on Linux, 0 on Android.
-    /// Elsewhere mimalloc's own (2 with mimalloc 3, 1 with mimalloc 2), which does nothing there.
-    /// `MIMALLOC_SYS_DEFAULT_ALLOW_THP` (baked) and `MIMALLOC_ALLOW_THP` override it.
+    /// Allow transparent huge pages (Linux and Android): 0 no (mimalloc disables them for the
+    /// process), 1 yes, 2 (mimalloc 3) yes and purge in whole 2 MiB pages. Default, as this
+    /// crate's build sets it: mimalloc 3: 1 on 64-bit Linux, where mimalloc's own advice on its
+    /// arenas is compiled out and this crate advises only blocks of 2 MiB or more for huge
+    /// pages (README, "Option defaults"), 0 on 32-bit Linux and Android; mimalloc 2: 1 on Linux
+    /// (mimalloc advises its segments), 0 on Android. Elsewhere mimalloc's own (2 with
+    /// mimalloc 3, 1 with mimalloc 2), which does nothing there.
+    /// `MIMALLOC_SYS_DEFAULT_ALLOW_THP` (baked) and `MIMALLOC_ALLOW_THP` override it; with 2 on
+    /// 64-bit Linux only the large blocks are advised still, and purges go in 2 MiB pages.
     ///
     /// ```
     /// use mimalloc::MiOption;
@@ -157,12 +161,10 @@ options! {
     ///     Some(0)
     /// } else if !cfg!(target_os = "linux") {
     ///     None
-    /// } else if cfg!(feature = "v2") {
-    ///     Some(1)
-    /// } else if cfg!(target_pointer_width = "32") {
+    /// } else if cfg!(all(target_pointer_width = "32", not(feature = "v2"))) {
     ///     Some(0)
     /// } else {
-    ///     Some(2)
+    ///     Some(1)
     /// };
     /// let overridden = std::env::var_os("MIMALLOC_ALLOW_THP").is_some()
     ///     || mimalloc_sys::BAKED_OPTION_DEFAULTS.iter().any(|(name, _)| *name == "allow_thp");
@@ -232,7 +234,20 @@ options! {
     #[cfg(not(feature = "v2"))]
     ArenaPurgeMinSize = mi_option_arena_purge_min_size, "arena_purge_min_size", SizeKiB;
     /// Free ranges at least this large are purged at once instead of after the purge delay
-    /// (mimalloc 3).
+    /// (mimalloc 3). This crate's build sets 256 MiB on 64-bit targets (mimalloc's own: 32 MiB,
+    /// 16 MiB on 32-bit targets, which this build keeps): freed buffers up to that size are
+    /// kept for reuse until the purge delay has passed (BENCHMARKS.md, "The option defaults").
+    ///
+    /// ```
+    /// use mimalloc::MiOption;
+    /// let overridden = std::env::var_os("MIMALLOC_ARENA_PURGE_IMMEDIATE_SIZE").is_some()
+    ///     || mimalloc_sys::BAKED_OPTION_DEFAULTS
+    ///         .iter()
+    ///         .any(|(name, _)| *name == "arena_purge_immediate_size");
+    /// if cfg!(target_pointer_width = "64") && !overridden {
+    ///     assert_eq!(MiOption::ArenaPurgeImmediateSize.get_size(), 256 << 20);
+    /// }
+    /// ```
     #[cfg(not(feature = "v2"))]
     ArenaPurgeImmediateSize = mi_option_arena_purge_immediate_size, "arena_purge_immediate_size", SizeKiB;
     /// Larger objects come straight from the OS instead of an arena (mimalloc 3).

@@ -6,9 +6,11 @@
 //! mimalloc's entry points for the calling thread's default heap (`mi_*`, [`MiMalloc`]) or for an
 //! owned heap (`mi_heap_*`, [`Heap`]). The paths are `#[inline(always)]`, so each caller
 //! compiles to the same few instructions it would have if written by hand; only the rare move
-//! of a resized block into a small page, off the hot path, is a function of its own.
+//! of a resized block into a small page, off the hot path, is a function of its own. Blocks of
+//! 2 MiB and more get the huge-page advice on the way out (`huge_pages`), on the large paths
+//! only.
 
-use crate::{Heap, MiMalloc};
+use crate::{huge_pages, Heap, MiMalloc};
 use core::alloc::Layout;
 use core::ffi::c_void;
 use mimalloc_sys as ffi;
@@ -118,11 +120,22 @@ pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
         // SAFETY: the size is at most `SMALL_SIZE_MAX`.
         Some(size) if size <= SMALL_SIZE_MAX => unsafe { heap.malloc_small(size) },
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => heap.malloc(size),
+        Some(size) => large(heap.malloc(size), size),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => unsafe { heap.malloc_aligned(layout.size(), layout.align()) },
+        None => large(
+            unsafe { heap.malloc_aligned(layout.size(), layout.align()) },
+            layout.size(),
+        ),
     };
     p.cast()
+}
+
+/// A block from one of the paths that serve blocks above `SMALL_SIZE_MAX`: blocks of 2 MiB or
+/// more get the huge-page advice where the build asks for it (`huge_pages`).
+#[inline(always)]
+fn large(block: *mut c_void, size: usize) -> *mut c_void {
+    huge_pages::advise_block(block.cast(), size);
+    block
 }
 
 /// A zeroed block for `layout` from `heap`, or null. Small blocks are cleared inline rather than
@@ -140,9 +153,12 @@ pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
             p
         }
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => heap.zalloc(size),
+        Some(size) => large(heap.zalloc(size), size),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => unsafe { heap.zalloc_aligned(layout.size(), layout.align()) },
+        None => large(
+            unsafe { heap.zalloc_aligned(layout.size(), layout.align()) },
+            layout.size(),
+        ),
     };
     p.cast()
 }
@@ -179,7 +195,7 @@ pub(crate) unsafe fn realloc(
         // SAFETY: as above; `align` is a power of two (a `Layout` invariant).
         None => unsafe { heap.realloc_aligned(p, new.size(), new.align()) },
     };
-    q.cast()
+    large(q, new.size()).cast()
 }
 
 /// Whether a block allocated (or resized) with `layout` lies in one of mimalloc 3's small pages

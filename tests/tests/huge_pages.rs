@@ -1,0 +1,91 @@
+//! Huge pages for large blocks only: where the build plan asks for it (mimalloc 3 on 64-bit
+//! Linux, `cfg(mimalloc_huge_block_advice)`), a block of 2 MiB or more is advised for
+//! transparent huge pages (the kernel shows `hg` in the mapping's `VmFlags`), and the rest of
+//! mimalloc's memory is not; `MIMALLOC_ALLOW_THP=0` turns the advice off.
+
+use mimalloc::MiMalloc;
+use mimalloc_tests::{is_child, run_child};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The `VmFlags` of the mapping of this process that contains `address`, from
+/// `/proc/self/smaps`.
+fn vm_flags(address: usize) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-') {
+            if let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                inside = (start..end).contains(&address);
+                continue;
+            }
+        }
+        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
+            return flags.split_whitespace().map(str::to_owned).collect();
+        }
+    }
+    panic!("no mapping of this process contains {address:#x}")
+}
+
+/// Whether the kernel can back memory with transparent huge pages at all (built with them);
+/// `madvise(MADV_HUGEPAGE)` fails without.
+fn kernel_has_thp() -> bool {
+    std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+}
+
+/// A large block, in a fresh process; returns whether the memory of mimalloc's arena a few huge
+/// pages past it (where no large block has been) and the block's first whole huge page are
+/// advised for huge pages.
+fn advised() -> (bool, bool) {
+    let large: Vec<u8> = Vec::with_capacity(8 * HUGE_PAGE);
+    let start = large.as_ptr() as usize;
+    let first_huge_page = (start + HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
+    // Past the huge page the block ends in, which the advice takes in whole, and within the
+    // arena of 1 GiB that mimalloc reserves at start-up and carved the block from.
+    let beyond = ((start + large.capacity()) & !(HUGE_PAGE - 1)) + 2 * HUGE_PAGE;
+    let hg = |flags: Vec<String>| flags.iter().any(|f| f == "hg");
+    (hg(vm_flags(beyond)), hg(vm_flags(first_huge_page)))
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_huge_block_advice),
+    ignore = "this build leaves huge pages to mimalloc (the plan advises large blocks with mimalloc 3 on 64-bit Linux only)"
+)]
+fn large_blocks_and_only_they_are_advised_for_huge_pages() {
+    const TEST: &str = "large_blocks_and_only_they_are_advised_for_huge_pages";
+    if !kernel_has_thp() {
+        return mimalloc_tests::skip(TEST, "the kernel has no transparent huge pages");
+    }
+    if let Some(emulator) = mimalloc_tests::emulator() {
+        return mimalloc_tests::skip(
+            TEST,
+            &format!("{emulator} does not show the process's own mappings"),
+        );
+    }
+    if !is_child() {
+        // In a child of its own, so that no other test's blocks share the ranges, and with the
+        // option as the build sets it.
+        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "1")]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(text.contains("advised: beyond false, large true"), "{text}");
+        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "0")]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            text.contains("advised: beyond false, large false"),
+            "{text}"
+        );
+        return;
+    }
+    let (beyond, large) = advised();
+    println!("advised: beyond {beyond}, large {large}");
+}
