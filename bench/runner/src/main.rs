@@ -66,12 +66,18 @@ fn exit(result: Result<(), String>) -> ExitCode {
 }
 
 fn list(options: &options::Options) {
+    let names = options.workloads.iter().map(|w| w.name);
+    let width = names
+        .chain(options.variants.iter().map(|v| v.name.as_str()))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
     println!("workloads:");
     for w in &options.workloads {
-        println!("  {:<16} {}", w.name, w.summary);
+        println!("  {:<width$} {}", w.name, w.summary);
     }
     println!("allocators:");
     for v in &options.variants {
-        println!("  {:<16} {}", v.name, v.about);
+        println!("  {:<width$} {}", v.name, v.about);
     }
 }
