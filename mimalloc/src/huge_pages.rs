@@ -21,8 +21,8 @@
 #[cfg_attr(not(all(mimalloc_huge_block_advice, not(miri))), allow(dead_code))]
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
-/// Advises the kernel to back the whole huge pages of the block `block..block + size` with
-/// transparent huge pages. A no-op where the build does not ask for it, for a null block, and
+/// Advises the kernel to back every huge page that the block `block..block + size` overlaps
+/// with transparent huge pages. A no-op where the build does not ask for it, for a null block, and
 /// once the kernel has refused the advice (no huge page support, or its limit of memory maps).
 #[inline(always)]
 pub(crate) fn advise_block(block: *mut u8, size: usize) {
