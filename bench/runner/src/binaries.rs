@@ -72,24 +72,16 @@ fn lane(source: &Source) -> &'static str {
     }
 }
 
-/// Fails, naming the program and who needs it, when a build tool of `variants` cannot run.
+/// Fails, naming the program and who needs it, when a build tool of `variants` cannot run
+/// (an allocator asked for by name; the default set leaves such peers out, `options.rs`).
 fn check_tools(variants: &[Variant]) -> Result<(), String> {
     for v in variants {
-        let Source::Peer { dir, tools, .. } = &v.source else {
-            continue;
-        };
-        for tool in *tools {
-            let runs = Command::new(tool)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !runs {
-                return Err(format!(
-                    "{tool} is not installed, and the {} driver ({dir}) needs it to build \
-                     (apt-get install {tool}, or leave it out with --allocators)",
-                    v.name
-                ));
-            }
+        if let (Some(tool), Source::Peer { dir, .. }) = (v.missing_tool(), &v.source) {
+            return Err(format!(
+                "{tool} is not installed, and the {} driver ({dir}) needs it to build \
+                 (apt-get install {tool}, or leave it out with --allocators)",
+                v.name
+            ));
         }
     }
     Ok(())

@@ -19,7 +19,8 @@ options:
   --quick                 a fiftieth of the work, one round: seconds, for tests
   --rounds N              measurement rounds (default 5; 1 with --quick)
   --workloads A,B,...     only these workloads (default: all)
-  --allocators A,B,...    only these allocators (default: all the built-in ones)
+  --allocators A,B,...    only these allocators (default: all the built-in ones whose build
+                          tools are installed; one left out is named)
   --variant NAME=BASE:VAR=VALUE[:VAR=VALUE...]
                           an extra allocator: BASE's binary run with these environment
                           variables (e.g. ours-purge0=ours:MIMALLOC_PURGE_DELAY=0); repeatable
@@ -252,11 +253,25 @@ fn workloads(names: Option<&str>) -> Result<Vec<&'static Workload>, String> {
         .collect()
 }
 
-/// `--allocators A,B` among the built-in ones; all of them without it.
+/// `--allocators A,B` among the built-in ones; without it, all of them whose build tools are
+/// installed (a machine with Rust and a C compiler runs the rest, and hears what it left out and
+/// how to include it).
 fn allocators(names: Option<&str>) -> Result<Vec<Variant>, String> {
     let built_in = variants::built_in();
     let Some(names) = names else {
-        return Ok(built_in);
+        let (runnable, left_out): (Vec<_>, Vec<_>) = built_in
+            .into_iter()
+            .map(|v| (v.missing_tool(), v))
+            .partition(|(missing, _)| missing.is_none());
+        for (tool, v) in left_out {
+            let tool = tool.unwrap_or_default();
+            eprintln!(
+                "left out {}: its driver needs {tool}, which is not installed here \
+                 (apt-get install {tool}, then run again to include it)",
+                v.name
+            );
+        }
+        return Ok(runnable.into_iter().map(|(_, v)| v).collect());
     };
     let find = |n: &str| {
         let found = built_in.iter().find(|v| v.name == n);

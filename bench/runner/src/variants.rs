@@ -31,6 +31,19 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// The first build tool its driver needs that does not run here (`TOOL --version`).
+    pub fn missing_tool(&self) -> Option<&'static str> {
+        let Source::Peer { tools, .. } = &self.source else {
+            return None;
+        };
+        tools.iter().copied().find(|tool| {
+            !std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    }
+
     /// Whether its binary is this workspace's mimalloc (in any build), the only driver that
     /// runs the loops through a `Heap` and the `Allocator` impls.
     pub fn is_ours(&self) -> bool {

@@ -1,6 +1,8 @@
 //! Each allocator against the targets its defaults are chosen by: time against the faster of
 //! the two peers, peak RSS against the leaner one and against the system allocator, and its
-//! stall figure against the registry peer's. Shown when both peers and the system allocator ran.
+//! stall figure against the registry peer's. Shown when the registry peer and the system
+//! allocator ran; without `peer-safe` (left out when cmake is missing) the registry peer is
+//! both the faster and the leaner peer, and the section says so.
 
 use super::{Report, markdown, ratio};
 use crate::stats::geometric_mean;
@@ -43,7 +45,8 @@ impl Standing {
 struct Peers {
     system: usize,
     peer: usize,
-    peer_safe: usize,
+    /// Absent when its build tool was not installed (the default set leaves it out).
+    peer_safe: Option<usize>,
 }
 
 fn peers(report: &Report) -> Option<Peers> {
@@ -51,7 +54,7 @@ fn peers(report: &Report) -> Option<Peers> {
     Some(Peers {
         system: index(SYSTEM)?,
         peer: index(PEER)?,
-        peer_safe: index(PEER_SAFE)?,
+        peer_safe: index(PEER_SAFE),
     })
 }
 
@@ -64,8 +67,16 @@ pub fn standing(report: &Report, w: usize, v: usize) -> Option<Standing> {
     let p = peers(report)?;
     let s = report.samples;
     Some(Standing {
-        vs_faster_peer: larger(s.time_ratio(w, v, p.peer), s.time_ratio(w, v, p.peer_safe)),
-        rss_vs_leaner_peer: larger(s.rss_ratio(w, v, p.peer), s.rss_ratio(w, v, p.peer_safe)),
+        vs_faster_peer: larger(
+            s.time_ratio(w, v, p.peer),
+            p.peer_safe
+                .map_or(s.time_ratio(w, v, p.peer), |ps| s.time_ratio(w, v, ps)),
+        ),
+        rss_vs_leaner_peer: larger(
+            s.rss_ratio(w, v, p.peer),
+            p.peer_safe
+                .map_or(s.rss_ratio(w, v, p.peer), |ps| s.rss_ratio(w, v, ps)),
+        ),
         rss_vs_system: s.rss_ratio(w, v, p.system),
         stall_vs_peer: Some(s.stall(w, v)? / s.stall(w, p.peer)?),
     })
@@ -77,7 +88,7 @@ fn candidates(report: &Report) -> Vec<usize> {
         return Vec::new();
     };
     (0..report.allocators.len())
-        .filter(|&v| v != p.system && v != p.peer && v != p.peer_safe)
+        .filter(|&v| v != p.system && v != p.peer && p.peer_safe != Some(v))
         .collect()
 }
 
@@ -125,7 +136,13 @@ pub fn markdown(report: &Report) -> String {
     let _ = writeln!(
         out,
         "Time at most {TIME_LIMIT}x the faster peer's, peak RSS at most the leaner peer's, stall \
-         (slowest / median) at most the registry peer's; paired medians.\n"
+         (slowest / median) at most the registry peer's; paired medians.{}\n",
+        match peers(report) {
+            Some(Peers {
+                peer_safe: None, ..
+            }) => " Only the registry peer ran (not `peer-safe`): it is both peers here.",
+            _ => "",
+        }
     );
     for line in &lines {
         let _ = writeln!(out, "- {line}");
