@@ -24,7 +24,7 @@ lane_docs() { # rustdoc with warnings denied; the docs name every feature, and o
   RUSTDOCFLAGS="-D warnings" cargo doc -p mimalloc-regorus --features allocator-memory-limits --no-deps --quiet
 }
 
-lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is what the README says
+lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is what docs/ci.md says
   python3 scripts/check-msrv-manifests.py --self-test
   need_packages python3-yaml
   command -v npm >/dev/null || need_packages npm
@@ -67,14 +67,21 @@ lane_bench() { # the benchmark's crates: their tests, and every workload on ever
   # The published regorus with its memory limits served by adapters/regorus: its own tests.
   suite "regorus memory limits (adapter)" scripts/regorus.sh limits adapter
   skipped "regorus: scripts/regorus.sh test, bench, product and limits own build the published regorus" \
-    "0.14.1 four more ways, longer than this run's budget has left; BENCHMARKS.md and the README have their results"
+    "0.14.1 four more ways, longer than this run's budget has left; BENCHMARKS.md and docs/regorus.md have their results"
 }
 
 lane_features() { # the suites of every feature set that changes how mimalloc is built
   local features
-  for features in v2 secure debug override "v2,secure" "v2,debug" local_dynamic_tls; do
+  for features in v2 secure debug override "v2,secure" "v2,debug" local_dynamic_tls \
+    "no_thp,free_use_pagemap,skip_collect_on_exit"; do
     lane_tests "$features"
   done
+}
+
+lane_registry() { # a product written for the registry's mimalloc or mimalloc-safe passes its tests on ours
+  # mimalloc-safe's own build (the product's tests run on it first) needs cmake.
+  command -v cmake >/dev/null || need_packages cmake
+  scripts/check-registry-compat.sh
 }
 
 lane_guarded() { # guard pages far denser than the defaults, so every suite meets guarded blocks

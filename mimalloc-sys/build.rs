@@ -77,6 +77,12 @@ fn features() -> Features {
         tsan: on("TSAN"),
         valgrind: on("VALGRIND"),
         guarded: on("GUARDED"),
+        debug_in_debug: on("DEBUG_IN_DEBUG"),
+        no_thp: on("NO_THP"),
+        win_direct_tls: on("WIN_DIRECT_TLS"),
+        skip_collect_on_exit: on("SKIP_COLLECT_ON_EXIT"),
+        etw: on("ETW"),
+        free_use_pagemap: on("FREE_USE_PAGEMAP"),
     }
 }
 
@@ -147,7 +153,7 @@ fn baked_option_defaults(target: &Target, sources: &Sources) -> Vec<OptionDefaul
     }
     // A variable with the prefix that names no option is a typo: fail rather than ignore it,
     // and rerun when it changes or goes. (Cargo watches variables by name only: one that did
-    // not exist when the script last ran cannot make it rerun; see the README.)
+    // not exist when the script last ran cannot make it rerun; see docs/beyond-malloc.md, "Options".)
     for (variable, _) in prefixed_variables() {
         if !requested.iter().any(|(v, _)| *v == variable) {
             let value = env(&variable).unwrap_or_default();
@@ -245,16 +251,25 @@ fn link(plan: &Plan) {
 /// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
 /// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
 /// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`),
-/// `DEP_MIMALLOC_PROFILER` where the heap profiler records call stacks (`Plan::profiler`), and
-/// `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` where the safe crate advises large blocks for huge pages.
+/// and, each where the plan says so: `DEP_MIMALLOC_PROFILER` (the heap profiler records call
+/// stacks), `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (the safe crate advises large blocks for huge
+/// pages), `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map) and
+/// `DEP_MIMALLOC_SMALL_FREE` (`mi_free_small_nonnull` skips the lookup), `DEP_MIMALLOC_DEBUG`
+/// (mimalloc's internal checks are compiled in): the decisions Rust code
+/// depends on, made once in `build/plan.rs`.
 fn publish_metadata(sources: &Sources, plan: &Plan) {
     println!("cargo:rustc-cfg=mimalloc_runs");
     println!("cargo:runs=1");
-    if plan.profiler {
-        println!("cargo:profiler=1");
-    }
-    if plan.huge_block_advice {
-        println!("cargo:huge_block_advice=1");
+    for (key, decided) in [
+        ("profiler", plan.profiler),
+        ("huge_block_advice", plan.huge_block_advice),
+        ("page_map_free", plan.page_map_free),
+        ("small_free", plan.small_free),
+        ("debug", plan.debug),
+    ] {
+        if decided {
+            println!("cargo:{key}=1");
+        }
     }
     println!("cargo:include={}", sources.include().display());
     let version = sources

@@ -39,7 +39,7 @@ if grep -q 'Fresh mimalloc-sys' <<<"$out"; then
   echo "baked defaults, cached build: KNOWN GAP: a misspelt variable added beside unchanged ones is" \
     "not seen until the build script reruns (cargo watches variables by name only)"
 else
-  echo "FAILED: the build script reran for a variable it never read: cargo changed; update the README" >&2
+  echo "FAILED: the build script reran for a variable it never read: cargo changed; update docs/beyond-malloc.md (Options)" >&2
   exit 1
 fi
 expect_failure "a misspelt name (PURGE_DELAY -> PURGE_DELAYY)" 'no option `purge_delayy`' \

@@ -46,4 +46,4 @@ echo "text snapshot: header says $inuse_bytes bytes in use; google-pprof's total
 # Neither of pprof's own tools symbolizes these frames: mimalloc 3.6.0 writes no file offsets
 # into its protobuf mappings, so Go's pprof cannot place a position-independent executable's
 # frames in the file, and gperftools' pprof assumes each segment's file offset is its address.
-echo "SKIPPED symbolization by go tool pprof and google-pprof: mimalloc 3.6.0's protobuf mappings have no file offsets, and google-pprof assumes segment addresses equal file offsets (mimalloc-prof symbolizes; see README, Heap profiling)"
+echo "SKIPPED symbolization by go tool pprof and google-pprof: mimalloc 3.6.0's protobuf mappings have no file offsets, and google-pprof assumes segment addresses equal file offsets (mimalloc-prof symbolizes; see docs/profiling.md)"

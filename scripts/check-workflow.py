@@ -8,7 +8,7 @@ The hosted workflow cannot run here, so its job list is computed, not guessed:
   2. every job runs on a runner label that exists today (.ci/hosted-runners.json);
   3. every line of `bash .ci/run lanes` (the full local run) is run by some hosted job, and every
      lane a job names exists in .ci/lanes.sh: a lane is written once, in .ci/run;
-  4. the jobs are exactly the rows of the README's table "Hosted CI jobs".
+  4. the jobs are exactly the rows of docs/ci.md's table "Hosted CI jobs".
 `--print` lists the expanded jobs; `--self-test` first checks the expansion against GitHub's
 documented example and against the matrix shape that once turned the MSVC jobs into GNU ones.
 """
@@ -22,8 +22,8 @@ import sys
 import yaml
 
 WORKFLOW = ".github/workflows/ci.yml"
-README = "README.md"
-TABLE_HEADING = "### Hosted CI jobs"
+DOC = "docs/ci.md"
+TABLE_HEADING = "## Hosted CI jobs"
 
 
 def expand(matrix):
@@ -102,12 +102,12 @@ def hosted_jobs(workflow):
     return jobs, calls
 
 
-def readme_jobs():
-    """The README's table: | job | runners | target | lanes |, a lane cell being `NAME` or
+def documented_jobs():
+    """docs/ci.md's table: | job | runners | target | lanes |, a lane cell being `NAME` or
     `NAME` with ARG, ARG, ... (`default` is the empty argument), lanes separated by `;`."""
-    text = open(README, encoding="utf-8").read()
+    text = open(DOC, encoding="utf-8").read()
     if TABLE_HEADING not in text:
-        raise SystemExit(f"{README} has no section {TABLE_HEADING!r}")
+        raise SystemExit(f"{DOC} has no section {TABLE_HEADING!r}")
     rows = []
     for line in text.split(TABLE_HEADING, 1)[1].splitlines()[1:]:
         if line.startswith("## ") or line.startswith("### "):
@@ -147,11 +147,11 @@ def check(workflow, print_jobs=False):
     for line in full.splitlines():
         if line not in called:
             errors.append(f"`bash .ci/run lanes` has `{line}`, which no hosted job runs")
-    table = readme_jobs()
+    table = documented_jobs()
     for job in sorted(set(jobs) - set(table)):
-        errors.append(f"hosted job {job} is missing from the README's table")
+        errors.append(f"hosted job {job} is missing from {DOC}'s table")
     for row in sorted(set(table) - set(jobs)):
-        errors.append(f"the README's table names {row}, which the workflow does not run")
+        errors.append(f"{DOC}'s table names {row}, which the workflow does not run")
     return jobs, errors
 
 
@@ -185,4 +185,4 @@ if __name__ == "__main__":
     if errors:
         sys.exit(1)
     print(f"{WORKFLOW}: {len(jobs)} lane runs in hosted jobs, on current runner labels; every lane of"
-          " `bash .ci/run lanes` among them; the README's table of hosted jobs matches")
+          f" `bash .ci/run lanes` among them; the table of hosted jobs in {DOC} matches")

@@ -99,6 +99,14 @@ pub struct Features {
     pub tsan: bool,
     pub valgrind: bool,
     pub guarded: bool,
+    // The registry crates' names (`mimalloc` 0.1, `mimalloc-safe` 0.1), so that switching from
+    // them is one changed dependency line.
+    pub debug_in_debug: bool,
+    pub no_thp: bool,
+    pub win_direct_tls: bool,
+    pub skip_collect_on_exit: bool,
+    pub etw: bool,
+    pub free_use_pagemap: bool,
 }
 
 /// Which mimalloc release to build.
@@ -158,6 +166,19 @@ pub struct Plan {
     /// Whether the safe crate's routing core advises large blocks for huge pages
     /// ([`huge_block_advice`]; `cfg(mimalloc_huge_block_advice)`).
     pub huge_block_advice: bool,
+    /// Whether mimalloc 3's `free` finds a block's page in the page map rather than by masking
+    /// its address (`MI_FREE_USE_PAGEMAP` or `MI_FREE_IS_CHECKED`, see [`free_defines`]): then
+    /// a caller's arena region needs only slice alignment (`cfg(mimalloc_page_map_free)`).
+    pub page_map_free: bool,
+    /// Whether mimalloc 3 finds a small page's metadata by masking a block's address, so that
+    /// `mi_free_small_nonnull` skips the general lookup (`MI_PAGE_META_SMALL_IS_ALIGNED` in
+    /// `types.h`), and its `free` trusts the pointer: not in `secure` and debug builds (whose
+    /// `free` reports a bad pointer), nor where the page map, guard pages or Valgrind's
+    /// annotations keep the metadata elsewhere (`cfg(mimalloc_small_free)`).
+    pub small_free: bool,
+    /// Whether mimalloc is built with its internal checks (`debug`, or `debug_in_debug` outside
+    /// the release profile): mimalloc 2 counts blocks per size only then (`cfg(mimalloc_debug)`).
+    pub debug: bool,
 }
 
 /// What the build script will do.
@@ -188,13 +209,15 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
+    etw_defines(&mut defines, target, features);
     override_defines(&mut defines, target, features);
     platform_defines(&mut defines, target);
-    memory_defaults(&mut defines, target, version);
+    memory_defaults(&mut defines, target, version, features);
+    exit_defines(&mut defines, features);
     if version == Version::V3 {
         free_defines(&mut defines, target, features);
         valgrind_page_meta(&mut defines, features);
-        tls_defines(&mut defines, target);
+        tls_defines(&mut defines, target, features);
         guarded_sampling(&mut defines, features);
         profiler_defines(&mut defines, target);
     }
@@ -213,7 +236,14 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         static_crt: static_crt(target),
         warnings: warnings(target, features),
         profiler,
-        huge_block_advice: huge_block_advice(target, version),
+        huge_block_advice: huge_block_advice(target, version, features),
+        page_map_free: version == Version::V3 && page_map_free(target, features),
+        small_free: version == Version::V3
+            && !debug_build(features, release)
+            && !features.guarded
+            && !features.valgrind
+            && !page_map_free(target, features),
+        debug: debug_build(features, release),
     };
     sanitizer_flags(&mut plan, target, features);
     compiler_flags(&mut plan, target, features);
@@ -243,20 +273,28 @@ fn define(
     defines.push(Define { name, value, why });
 }
 
+/// Whether mimalloc is built with its internal checks: the `debug` feature, or the registry
+/// crate's `debug_in_debug` outside the release profile.
+fn debug_build(features: &Features, release: bool) -> bool {
+    features.debug || (features.debug_in_debug && !release)
+}
+
 /// Internal checks and C assertions.
 fn debug_defines(defines: &mut Vec<Define>, features: &Features, release: bool) {
-    if features.debug {
+    if debug_build(features, release) {
         define(
             defines,
             "MI_DEBUG",
             Some("3"),
-            "`debug` feature: full internal invariant checks",
+            "`debug` feature (or `debug_in_debug` outside the release profile): full internal \
+             invariant checks",
         );
         define(
             defines,
             "MI_SHOW_ERRORS",
             Some("1"),
-            "`debug` feature: print heap corruption and misuse",
+            "`debug` feature (or `debug_in_debug` outside the release profile): print heap \
+             corruption and misuse",
         );
     } else {
         define(
@@ -325,6 +363,35 @@ fn tool_defines(defines: &mut Vec<Define>, features: &Features) {
             "mimalloc turns guard pages on in every debug build, where they make `mi_heap_destroy` \
              a `mi_heap_delete` (mimalloc 2: a dropped Heap leaks) and make mimalloc's realloc \
              fault on guarded blocks: only the `guarded` feature asks for them",
+        );
+    }
+}
+
+/// Windows event tracing of every allocation (`etw`, mimalloc-safe's name; mimalloc's
+/// `MI_TRACK_ETW`). ETW exists only on Windows: elsewhere the build says the feature does
+/// nothing there ([`warnings`]); its generated header needs MSVC ([`etw_refusal`]).
+fn etw_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) {
+    if features.etw && target.is_msvc() {
+        define(
+            defines,
+            "MI_TRACK_ETW",
+            Some("1"),
+            "`etw` feature: every allocation and free is an ETW event (provider in \
+             src/prim/windows/etw.man), for Windows Performance Recorder",
+        );
+    }
+}
+
+/// What happens at process exit.
+fn exit_defines(defines: &mut Vec<Define>, features: &Features) {
+    if features.skip_collect_on_exit {
+        define(
+            defines,
+            "MI_SKIP_COLLECT_ON_EXIT",
+            Some("1"),
+            "`skip_collect_on_exit` feature (mimalloc-safe's name): no heap collection at \
+             process exit, where the OS takes the memory back anyway (a shorter exit; nothing \
+             is freed for a host that unloads the library)",
         );
     }
 }
@@ -462,6 +529,15 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "WASI cannot map large aligned regions, which aligned page metadata needs (as \
              mimalloc's CMake decides for WASI)",
         );
+    } else if features.free_use_pagemap {
+        define(
+            defines,
+            "MI_FREE_USE_PAGEMAP",
+            Some("1"),
+            "`free_use_pagemap` feature (mimalloc-safe's name): free finds the page in the page \
+             map, 8 instructions more per allocate+free pair, and arenas need only slice \
+             alignment",
+        );
     } else {
         define(
             defines,
@@ -470,9 +546,14 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "page metadata at aligned addresses: free masks the pointer instead of reading the \
              page map, 8 instructions fewer per allocate+free pair (BENCHMARKS.md); the price is \
              an alignment limit of 256 MiB (32 MiB on 32-bit) and arenas aligned to it \
-             (README, Known issues)",
+             (docs/known-issues.md)",
         );
     }
+}
+
+/// Whether mimalloc 3's free reads the page map ([`free_defines`]).
+fn page_map_free(target: &Target, features: &Features) -> bool {
+    features.secure || features.free_use_pagemap || target.os == "wasi"
 }
 
 /// mimalloc 3.6.0 release builds with `MI_TRACK_VALGRIND` put a small page's metadata at the
@@ -488,7 +569,7 @@ fn valgrind_page_meta(defines: &mut Vec<Define>, features: &Features) {
             "MI_OPT_FREE_SMALL",
             Some("0"),
             "`valgrind` feature: small-page metadata stays out of the page itself, whose \
-             annotation 3.6.0 gets wrong under memcheck (README, Known issues)",
+             annotation 3.6.0 gets wrong under memcheck (docs/known-issues.md)",
         );
     }
 }
@@ -500,7 +581,17 @@ fn valgrind_page_meta(defines: &mut Vec<Define>, features: &Features) {
 /// mimalloc in one process (two Rust libraries loaded into one host) corrupted each other
 /// (mimalloc #1327, fixed in 3.4.4 by this default); a repackaging of 3.6 went back to
 /// `__thread` for speed, which this crate does not.
-fn tls_defines(defines: &mut Vec<Define>, target: &Target) {
+fn tls_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) {
+    if features.win_direct_tls && target.is_windows() {
+        define(
+            defines,
+            "MI_WIN_DIRECT_TLS",
+            Some("1"),
+            "`win_direct_tls` feature: the heap pointer only in one of Windows' 64 direct TLS \
+             slots, which saves the expansion-slot test on the fast path and fails at start if \
+             the program has used all 64 (as the registry crate's feature)",
+        );
+    }
     if target.is_apple() {
         define(
             defines,
@@ -518,16 +609,35 @@ fn tls_defines(defines: &mut Vec<Define>, target: &Target) {
 /// on 64-bit Linux, where huge pages pay for large blocks and cost small heaps their size.
 /// Android keeps huge pages off, 32-bit Linux too (its address space is too tight for 2 MiB
 /// granules), and mimalloc 2 keeps its own advice on segments.
-pub fn huge_block_advice(target: &Target, version: Version) -> bool {
-    version == Version::V3 && target.os == "linux" && target.pointer_width == 64
+/// The `no_thp` feature turns it off with the rest of mimalloc's huge-page advice.
+pub fn huge_block_advice(target: &Target, version: Version, features: &Features) -> bool {
+    version == Version::V3 && target.os == "linux" && target.pointer_width == 64 && !features.no_thp
 }
 
 /// The option defaults chosen on the benchmark (BENCHMARKS.md, "The option defaults"): the
 /// environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still override them. The rest of
 /// mimalloc's defaults (`page_reclaim_on_free`, `purge_delay`, `arena_purge_mult`) measured best
 /// as they are.
-fn memory_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) {
-    if huge_block_advice(target, version) {
+fn memory_defaults(
+    defines: &mut Vec<Define>,
+    target: &Target,
+    version: Version,
+    features: &Features,
+) {
+    let has_thp = target.os == "linux" || target.os == "android";
+    if features.no_thp && has_thp {
+        define(
+            defines,
+            "MI_NO_THP",
+            None,
+            "`no_thp` feature (the registry crates' name): mimalloc never advises its memory for \
+             transparent huge pages, and the routing core does not advise large blocks; the \
+             process's own setting (`MIMALLOC_ALLOW_THP`, the kernel's mode) is left alone, as \
+             with the registry crates",
+        );
+    }
+    if huge_block_advice(target, version, features) {
+        // `no_thp` turns the advice off, so MI_NO_THP is not defined twice.
         define(
             defines,
             "MI_NO_THP",
@@ -568,8 +678,8 @@ fn memory_defaults(defines: &mut Vec<Define>, target: &Target, version: Version)
             defines,
             "MI_DEFAULT_ALLOW_THP",
             Some("1"),
-            "Linux, mimalloc 2: transparent huge pages on (mimalloc's default), its segments \
-             advised for them",
+            "Linux: transparent huge pages allowed (mimalloc's default); mimalloc 2 advises its \
+             segments for them unless `no_thp` says otherwise",
         );
     }
     if version == Version::V3 && target.pointer_width == 64 {
@@ -596,6 +706,13 @@ fn warnings(target: &Target, features: &Features) -> Vec<String> {
              Rust allocations are still served by mimalloc through MiMalloc"
                 .to_string(),
         );
+    }
+    if features.etw && !target.is_windows() {
+        warnings.push(format!(
+            "the `etw` feature has no effect on {}: Event Tracing for Windows exists only on \
+             Windows",
+            target.triple
+        ));
     }
     warnings
 }
@@ -692,6 +809,20 @@ fn refusal(target: &Target, features: &Features) -> Option<String> {
     memory_tools_refusal(features)
         .or_else(|| sanitizer_refusal(target, features))
         .or_else(|| valgrind_refusal(target, features))
+        .or_else(|| etw_refusal(target, features))
+}
+
+/// mimalloc's `etw.h` is generated by Microsoft's message compiler and annotated with MSVC's
+/// SAL macros (`_Pre_cap_`, ...), which MinGW's GCC does not define: the C build would fail.
+fn etw_refusal(target: &Target, features: &Features) -> Option<String> {
+    (features.etw && target.is_windows() && !target.is_msvc()).then(|| {
+        format!(
+            "the `etw` feature needs the MSVC toolchain: mimalloc's ETW header uses MSVC's SAL \
+             annotations, which {}'s compiler does not know; build for the -msvc target, or \
+             leave `etw` off",
+            target.triple
+        )
+    })
 }
 
 /// Each memory tool tracks mimalloc's blocks its own way.
@@ -700,6 +831,7 @@ fn memory_tools_refusal(features: &Features) -> Option<String> {
         ("asan", features.asan),
         ("tsan", features.tsan),
         ("valgrind", features.valgrind),
+        ("etw", features.etw),
     ];
     let chosen: Vec<&str> = tools.iter().filter(|t| t.1).map(|t| t.0).collect();
     (chosen.len() > 1).then(|| {

@@ -8,7 +8,9 @@
 //!
 //! Which mimalloc is linked is chosen by cargo features (see the workspace README for the table
 //! and their costs): mimalloc 3.x by default, 2.x with `v2`; `secure`, `debug`, `override`,
-//! `local_dynamic_tls`, `asan`, `tsan`, `valgrind`, `guarded` change how it is compiled, and
+//! `local_dynamic_tls`, `asan`, `tsan`, `valgrind`, `guarded` change how it is compiled, and so
+//! do the registry crates' names, kept so that switching is one line: `debug_in_debug`,
+//! `no_thp`, `win_direct_tls`, `skip_collect_on_exit`, `etw`, `free_use_pagemap`;
 //! `bindgen` regenerates these declarations at build time. The declarations follow the
 //! selected version, so an item that only one version has is only declared for that version.
 //!

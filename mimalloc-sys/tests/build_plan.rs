@@ -403,6 +403,10 @@ fn every_define_says_why() {
         secure: true,
         debug: true,
         override_malloc: true,
+        no_thp: true,
+        win_direct_tls: true,
+        skip_collect_on_exit: true,
+        free_use_pagemap: true,
         ..Features::default()
     };
     for triple in [
@@ -815,4 +819,161 @@ fn the_profiler_records_stacks_where_the_c_library_can() {
     assert!(build(&target("x86_64-unknown-freebsd"), v2)
         .link_libs
         .is_empty());
+}
+
+/// The registry crates' build-time names change the build as they do there, and only where
+/// their setting exists; each define is published or left out with its reason.
+#[test]
+fn registry_feature_names_map_to_their_defines() {
+    let linux = target("x86_64-unknown-linux-gnu");
+    let windows = target("x86_64-pc-windows-gnu");
+    let mac = target("aarch64-apple-darwin");
+    let with = |f: fn(&mut Features)| {
+        let mut features = Features::default();
+        f(&mut features);
+        features
+    };
+
+    let no_thp = with(|f| f.no_thp = true);
+    let plan = build(&linux, no_thp);
+    assert_eq!(value(&plan, "MI_NO_THP"), Some(None));
+    assert_eq!(
+        plan.defines
+            .iter()
+            .filter(|d| d.name == "MI_NO_THP")
+            .count(),
+        1
+    );
+    assert!(
+        !plan.huge_block_advice,
+        "no_thp leaves large blocks unadvised too"
+    );
+    assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), Some(Some("1")));
+    let v2_no_thp = Features { v2: true, ..no_thp };
+    assert_eq!(value(&build(&linux, v2_no_thp), "MI_NO_THP"), Some(None));
+    assert_eq!(value(&build(&mac, no_thp), "MI_NO_THP"), None);
+    assert!(default_plan("x86_64-unknown-linux-gnu").huge_block_advice);
+
+    let direct = with(|f| f.win_direct_tls = true);
+    assert_eq!(
+        value(&build(&windows, direct), "MI_WIN_DIRECT_TLS"),
+        Some(Some("1"))
+    );
+    assert_eq!(value(&build(&linux, direct), "MI_WIN_DIRECT_TLS"), None);
+    let v2_direct = Features { v2: true, ..direct };
+    assert_eq!(
+        value(&build(&windows, v2_direct), "MI_WIN_DIRECT_TLS"),
+        None
+    );
+
+    let skip = with(|f| f.skip_collect_on_exit = true);
+    assert_eq!(
+        value(&build(&linux, skip), "MI_SKIP_COLLECT_ON_EXIT"),
+        Some(Some("1"))
+    );
+    assert_eq!(
+        value(
+            &default_plan("x86_64-unknown-linux-gnu"),
+            "MI_SKIP_COLLECT_ON_EXIT"
+        ),
+        None
+    );
+
+    let etw = with(|f| f.etw = true);
+    let msvc = target("x86_64-pc-windows-msvc");
+    assert_eq!(value(&build(&msvc, etw), "MI_TRACK_ETW"), Some(Some("1")));
+    assert!(refusal(&windows, etw).contains("MSVC"));
+    let plan = build(&linux, etw);
+    assert_eq!(value(&plan, "MI_TRACK_ETW"), None);
+    assert!(
+        plan.warnings.iter().any(|w| w.contains("`etw`")),
+        "{:?}",
+        plan.warnings
+    );
+    let etw_asan = Features { asan: true, ..etw };
+    assert!(refusal(&sanitized("x86_64-pc-windows-msvc", "address"), etw_asan).contains("etw"));
+
+    let pagemap = with(|f| f.free_use_pagemap = true);
+    let plan = build(&linux, pagemap);
+    assert_eq!(value(&plan, "MI_FREE_USE_PAGEMAP"), Some(Some("1")));
+    assert!(plan.page_map_free && !plan.small_free);
+}
+
+/// `debug_in_debug` is `debug` outside the release profile only; the plan publishes what the
+/// Rust side depends on (debug checks, the small free) from the same decision.
+#[test]
+fn debug_in_debug_follows_the_profile() {
+    let t = target("x86_64-unknown-linux-gnu");
+    let features = Features {
+        debug_in_debug: true,
+        ..Features::default()
+    };
+    let dev = match plan::decide(&t, &features, false) {
+        Decision::Build(plan) => plan,
+        _ => panic!("the dev profile builds"),
+    };
+    assert_eq!(value(&dev, "MI_DEBUG"), Some(Some("3")));
+    assert!(dev.debug && !dev.small_free);
+    let release = build(&t, features);
+    assert_eq!(value(&release, "MI_DEBUG"), Some(Some("0")));
+    assert!(!release.debug && release.small_free);
+}
+
+/// `mi_free_small_nonnull` skips the lookup only in a mimalloc 3 build that keeps small pages'
+/// metadata at aligned addresses and trusts its pointers.
+#[test]
+fn small_free_only_where_small_pages_are_aligned() {
+    let t = target("x86_64-unknown-linux-gnu");
+    assert!(default_plan("x86_64-unknown-linux-gnu").small_free);
+    assert!(!default_plan("x86_64-unknown-linux-gnu").page_map_free);
+    for (name, features) in [
+        (
+            "v2",
+            Features {
+                v2: true,
+                ..Features::default()
+            },
+        ),
+        (
+            "secure",
+            Features {
+                secure: true,
+                ..Features::default()
+            },
+        ),
+        (
+            "debug",
+            Features {
+                debug: true,
+                ..Features::default()
+            },
+        ),
+        (
+            "guarded",
+            Features {
+                guarded: true,
+                ..Features::default()
+            },
+        ),
+        (
+            "valgrind",
+            Features {
+                valgrind: true,
+                ..Features::default()
+            },
+        ),
+    ] {
+        assert!(!build(&t, features).small_free, "{name}");
+    }
+    assert!(
+        build(
+            &t,
+            Features {
+                secure: true,
+                ..Features::default()
+            }
+        )
+        .page_map_free
+    );
+    assert!(default_plan("wasm32-wasip1").page_map_free);
 }

@@ -196,14 +196,15 @@ impl Arena {
 /// segment (32 MiB, 4 MiB on 32-bit targets) with mimalloc 2; with mimalloc 3, the alignment of
 /// its page metadata (256 MiB, 32 MiB on 32-bit targets: `MI_PAGE_META_ALIGNMENT`, which lets
 /// `free` find a page by masking the pointer), or one arena slice (64 KiB, 32 KiB on 32-bit)
-/// where the build looks pages up in the page map instead (`secure`, WASI).
+/// where the build looks pages up in the page map instead (`secure`, `free_use_pagemap`, WASI:
+/// mimalloc-sys's plan decides, `cfg(mimalloc_page_map_free)`).
 const REGION_ALIGN: usize = if cfg!(feature = "v2") {
     if cfg!(target_pointer_width = "64") {
         32 << 20
     } else {
         4 << 20
     }
-} else if cfg!(any(feature = "secure", target_os = "wasi")) {
+} else if cfg!(mimalloc_page_map_free) {
     if cfg!(target_pointer_width = "64") {
         64 << 10
     } else {

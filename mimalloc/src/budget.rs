@@ -39,7 +39,7 @@
 //! A thread without a selected scope runs exactly `Tracking`'s hot path, with no test for
 //! scopes on it: selecting one empties the thread's fast-path window, so that every call of
 //! the thread goes to the slow path, which charges the scope and runs the ordinary
-//! bookkeeping. The measured costs are in the README ("Memory budgets").
+//! bookkeeping. The measured costs are in `docs/budgets.md`.
 //!
 //! ```
 //! use mimalloc::budget::{self, Usage};

@@ -36,7 +36,12 @@
 //!
 //! Build-time choices (`v2`, `secure`, `debug`, `override`, `local_dynamic_tls`, `asan`,
 //! `tsan`, `valgrind`, `guarded`, `bindgen`) are forwarded to `mimalloc-sys`; the workspace
-//! README has the table with the cost of each. API additions: `std` (`std::io` output,
+//! README has the table with the cost of each. The registry crates' names are accepted too, so
+//! that switching from `mimalloc` 0.1 or `mimalloc-safe` 0.1 is one changed dependency line:
+//! `debug_in_debug`, `no_thp`, `win_direct_tls`, `skip_collect_on_exit`, `etw` and
+//! `free_use_pagemap` change the build as they do there; `extended` turns on `std` (for
+//! [`MiMalloc::stats_json`]); `v3`, `no_opt_arch` and `asm` ask for what this crate always does.
+//! API additions: `std` (`std::io` output,
 //! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
 //! (`core::alloc::Allocator`; do not combine with allocator-api2's own `nightly` feature, which
@@ -73,6 +78,9 @@ mod alloc;
 mod allocator_api;
 #[cfg(mimalloc_runs)]
 mod arena;
+// The registry crates' `MiMalloc` methods (`version`, `usable_size`, `stats_json`).
+#[cfg(mimalloc_runs)]
+mod compat;
 #[cfg(mimalloc_runs)]
 mod error;
 #[cfg(mimalloc_runs)]
@@ -90,6 +98,11 @@ mod process;
 // Heap profiling (the `profile` feature, mimalloc 3 only).
 #[cfg(all(mimalloc_runs, feature = "profile", not(feature = "v2")))]
 pub mod profile;
+#[cfg(all(feature = "v2", feature = "v3"))]
+compile_error!(
+    "the features `v2` and `v3` are both on: `v3` (mimalloc-safe's name) is this crate's \
+     default and may be left out; keep the one you mean"
+);
 #[cfg(all(feature = "profile", feature = "v2"))]
 compile_error!(
     "the `profile` feature needs mimalloc 3: mimalloc 2 (the `v2` feature) has no heap profiler"
@@ -106,8 +119,6 @@ mod tracking;
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 pub mod budget;
 
-#[cfg(all(mimalloc_runs, feature = "std"))]
-pub use crate::stats::stats_print_io;
 #[cfg(all(mimalloc_runs, feature = "v2"))]
 pub use crate::stats::stats_reset;
 #[cfg(all(mimalloc_runs, not(feature = "v2")))]
@@ -125,3 +136,5 @@ pub use crate::{
     process::{process_info, ProcessInfo},
     stats::{stats, stats_json, stats_merge, stats_print, Count, Stats},
 };
+#[cfg(all(mimalloc_runs, feature = "std"))]
+pub use crate::{compat::StatsJson, stats::stats_print_io};

@@ -32,7 +32,7 @@ macro_rules! options {
         /// `MIMALLOC_<NAME>` (the upper-cased [`MiOption::name`], e.g.
         /// `MIMALLOC_PURGE_DELAY=0`), which is read the first time mimalloc reads the option;
         /// a value set through this API later wins. Build-time defaults can be baked into the
-        /// library with `MIMALLOC_SYS_DEFAULT_<NAME>` (see the README).
+        /// library with `MIMALLOC_SYS_DEFAULT_<NAME>` (see `docs/beyond-malloc.md`, "Options").
         ///
         /// ```
         /// use mimalloc::MiOption;
@@ -148,9 +148,9 @@ options! {
     /// process), 1 yes, 2 (mimalloc 3) yes and purge in whole 2 MiB pages. Default, as this
     /// crate's build sets it: mimalloc 3: 1 on 64-bit Linux, where mimalloc's own advice on its
     /// arenas is compiled out and this crate advises only blocks of 2 MiB or more for huge
-    /// pages (README, "Option defaults"), 0 on 32-bit Linux and Android; mimalloc 2: 1 on Linux
-    /// (mimalloc advises its segments), 0 on Android. Elsewhere mimalloc's own (2 with
-    /// mimalloc 3, 1 with mimalloc 2), which does nothing there.
+    /// pages (`docs/beyond-malloc.md`, "Option defaults"), 0 on 32-bit Linux and Android;
+    /// mimalloc 2: 1 on Linux (mimalloc advises its segments), 0 on Android. Elsewhere
+    /// mimalloc's own (2 with mimalloc 3, 1 with mimalloc 2), which does nothing there.
     /// `MIMALLOC_SYS_DEFAULT_ALLOW_THP` (baked) and `MIMALLOC_ALLOW_THP` override it; with 2 on
     /// 64-bit Linux only the large blocks are advised still, and purges go in 2 MiB pages.
     ///

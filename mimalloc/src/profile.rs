@@ -154,11 +154,11 @@ impl ProfilerOptions {
 ///   Windows; on Linux about 38 000 instructions in libgcc's unwinder) and looks the stack up
 ///   in a lock-free table, and the sampled block carries 48 bytes of extra header. At the
 ///   default rate that is about four samples per MiB allocated (mimalloc 3.6.0 samples twice
-///   as often as the rate says: see the README). A page that holds a sampled block frees all
-///   its blocks through mimalloc's slower generic path. In the benchmarks that cost 1.6-13.5%
-///   of wall time on the single-threaded workloads, 33% on a churn of small blocks, and 68%
-///   (with 77% more peak memory) on a workload that grows large vectors, whose reallocations
-///   are nearly all sampled. A rate of 1 MiB halves the samples: policy-eval then costs
+///   as often as the rate says: see `docs/profiling.md`). A page that holds a sampled block
+///   frees all its blocks through mimalloc's slower generic path. In the benchmarks that cost
+///   1.6-13.5% of wall time on the single-threaded workloads, 33% on a churn of small blocks,
+///   and 68% (with 77% more peak memory) on a workload that grows large vectors, whose
+///   reallocations are nearly all sampled. A rate of 1 MiB halves the samples: policy-eval then costs
 ///   1.3% instead of 5.7%, the vector growth 16% instead of 68%.
 /// - After it is dropped, its tables (about 130 KiB, plus the call stacks it saw) stay until
 ///   the process exits: a block sampled by it may be freed at any later time, and mimalloc

@@ -99,7 +99,7 @@ fn plain_size(layout: Layout) -> Option<usize> {
 /// Whether `layout` is beyond the largest block the vendored mimalloc can serve without
 /// crashing: on 32-bit targets mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
 /// 2 GiB block and then faults building its free list, where it should return null
-/// (README, Known issues; `tests/tests/upstream_bugs.rs` keeps the canary). Such requests fail
+/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). Such requests fail
 /// here instead, with the alignment's over-allocation counted in. On 64-bit targets, with
 /// mimalloc 2, and in `secure` builds (which serve such a block, and it can be written through)
 /// the test is compiled out.
@@ -217,7 +217,7 @@ fn in_small_page(layout: Layout) -> bool {
 #[inline(always)]
 pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
     let p = ptr.cast::<c_void>();
-    #[cfg(not(any(feature = "v2", feature = "secure", feature = "debug")))]
+    #[cfg(mimalloc_small_free)]
     if in_small_page(layout) {
         // SAFETY: a live (so non-null) block in a small page (`in_small_page`), which is what
         // `mi_free_small_nonnull` requires; it takes the page from the block's address.
@@ -230,15 +230,13 @@ pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
 }
 
 /// Whether [`free`] takes mimalloc 3's `mi_free_small_nonnull`, which skips the general page
-/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"). Not with `secure` or `debug`,
-/// whose `mi_free` reports a pointer mimalloc never returned: the small variant takes the page
-/// from the address unchecked and faults on it (`tests/tests/hostile.rs`). And not with
-/// mimalloc 2, whose `mi_free_small` is `mi_free` under another name.
-const SMALL_FREE: bool = cfg!(not(any(
-    feature = "v2",
-    feature = "secure",
-    feature = "debug"
-)));
+/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"). mimalloc-sys's build plan
+/// decides it (`Plan::small_free`): not with `secure` or a debug build, whose `mi_free` reports
+/// a pointer mimalloc never returned, where the small variant takes the page from the address
+/// unchecked and faults on it (`tests/tests/hostile.rs`); not where small pages keep their
+/// metadata elsewhere (page-map free, `guarded`, `valgrind`), which also leaves [`realloc`] no
+/// block to move; and not with mimalloc 2, whose `mi_free_small` is `mi_free` under another name.
+const SMALL_FREE: bool = cfg!(mimalloc_small_free);
 
 /// Moves the block at `ptr` into a fresh block for `new`: allocates, copies, frees. Off the hot
 /// path, so not inlined.

@@ -90,9 +90,10 @@ pub struct Stats {
 }
 
 /// Whether mimalloc counts every block: mimalloc 3 in every build (`MI_STATS` is 1 in release
-/// builds, 2 in debug ones); mimalloc 2's `MI_STAT` follows `MI_DEBUG`, which only the `debug`
-/// feature turns on.
-const COUNTS_BLOCKS: bool = cfg!(not(feature = "v2")) || cfg!(feature = "debug");
+/// builds, 2 in debug ones); mimalloc 2's `MI_STAT` follows `MI_DEBUG`, which only a debug build
+/// of mimalloc turns on (`debug`, or `debug_in_debug` outside the release profile: mimalloc-sys's
+/// plan publishes it as `cfg(mimalloc_debug)`).
+const COUNTS_BLOCKS: bool = cfg!(not(feature = "v2")) || cfg!(mimalloc_debug);
 
 // The fields read here are those of the vendored header's layout: a mimalloc update that
 // changes it (and `MI_STAT_VERSION`) must be read again before this compiles.

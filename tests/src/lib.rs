@@ -15,6 +15,23 @@ use std::process::{Command, Output};
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeExamples;
 
+/// The Rust examples of `docs/beyond-malloc.md` (heaps, arenas), run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/beyond-malloc.md")]
+pub struct BeyondMallocExamples;
+
+/// The Rust examples of `docs/budgets.md` (`Tracking`, budgets; the `tracking` feature, which
+/// this crate always enables), run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/budgets.md")]
+pub struct BudgetsExamples;
+
+/// The Rust examples of `docs/profiling.md`: its one example is `ignore`d (the doc tests also
+/// run with `v2`, which has no profiler); included so that any new example there runs.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/profiling.md")]
+pub struct ProfilingExamples;
+
 /// The period of [`Pattern`]: a prime, so that a block copied to the wrong offset, or two
 /// blocks swapped, never still matches.
 const PERIOD: usize = 251;

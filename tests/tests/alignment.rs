@@ -119,10 +119,11 @@ fn plain_mi_malloc_is_naturally_aligned() {
 /// The first alignment (as a power of two) that mimalloc 3 refuses: it keeps page metadata at
 /// addresses aligned to 256 MiB (32 MiB on 32-bit targets), `MI_PAGE_META_ALIGNMENT`, and
 /// cannot place a block at such an alignment or above ("requested alignment is too large").
-/// `secure` builds check every free through the page map instead and have no such limit, nor
-/// has mimalloc 2. The README's Known issues section says so.
+/// Builds whose free finds pages through the page map instead (`secure`, `free_use_pagemap`:
+/// `cfg(mimalloc_page_map_free)`) have no such limit, nor has mimalloc 2.
+/// `docs/known-issues.md` says so.
 fn refused_from() -> Option<u32> {
-    if cfg!(any(feature = "v2", feature = "secure")) {
+    if cfg!(any(feature = "v2", mimalloc_page_map_free)) {
         None
     } else if cfg!(target_pointer_width = "64") {
         Some(28)
@@ -151,7 +152,7 @@ fn huge_alignments_are_aligned_or_null() {
                 Some(limit) if shift >= limit => assert!(
                     !served,
                     "size {size} align 2^{shift} was served: mimalloc's alignment limit moved, \
-                     update refused_from() and the README's Known issues"
+                     update refused_from() and docs/known-issues.md"
                 ),
                 _ => assert!(
                     served || shift > must_serve_up_to,

@@ -112,7 +112,7 @@ fn a_heap_dropped_gives_its_budget_to_the_next() {
             "a_heap_dropped_gives_its_budget_to_the_next",
             "in `guarded` builds mimalloc 2 deletes a dropped heap, so its blocks stay allocated \
              (documented on Heap), and mimalloc 3.6.0 leaves one 4 MiB chunk of the arena \
-             unusable after a destroy (README, Known issues)",
+             unusable after a destroy (docs/known-issues.md)",
         );
     }
     let arena = Arena::reserve(64 * MIB, Sharing::Exclusive).unwrap();

@@ -143,8 +143,9 @@ type HeapMap<'h> = hashbrown::HashMap<u64, u64, RandomState, &'h Heap>;
 /// A Vec in a heap.
 type HeapVec<'h, T> = allocator_api2::vec::Vec<T, &'h Heap>;
 
-/// The README's heap example as a test: a hashbrown map and a Vec in a heap; dropping the heap
-/// frees all of it at once, and the statistics show the memory going back to the OS.
+/// The heap example of `docs/beyond-malloc.md` as a test: a hashbrown map and a Vec in a heap;
+/// dropping the heap frees all of it at once, and the statistics show the memory going back to
+/// the OS.
 #[test]
 fn collections_in_a_heap_go_back_when_it_drops() {
     let before = Snapshot::with_resident_set(stats_after_collect());

@@ -1,7 +1,8 @@
 //! Misuse of the heap: a double free, a free of memory mimalloc never handed out, and a write
 //! past the end of a block into a free neighbour. Each runs in a child process so that the
 //! suite survives it, with `MIMALLOC_SHOW_ERRORS=1` so that messages are printed whatever the
-//! build's default. What each build does (x86_64 Linux; README, "Secure mode and misuse"):
+//! build's default. What each build does (x86_64 Linux; `docs/reliability.md`, "Secure mode
+//! and misuse"):
 //!
 //! | misuse | default | `secure` | `debug` |
 //! |--------|---------|----------|---------|
@@ -76,7 +77,7 @@ fn child_double_free_is_caught_by_secure_and_debug() {
         assert_eq!(duplicates, Some(0), "a block was handed out twice");
     } else {
         // Without the checks nothing is noticed, and the heap is corrupt. If this ever
-        // changes, the README and the table above need updating.
+        // changes, docs/reliability.md and the table above need updating.
         // The second free pushes the block on its page's free list again, whose link then
         // points to the block itself: it is handed out again and again, and the child goes on.
         assert!(!message, "a default build reported the double free");

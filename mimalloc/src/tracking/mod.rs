@@ -125,7 +125,7 @@ use core::ptr;
 /// thread-local load, an add, a compare and a store. On `*-windows-gnu`, whose std has no
 /// native thread-local storage (its `thread_local!` would allocate, through this allocator),
 /// the buffer is kept with the Win32 TLS API and flushed by an FLS callback at thread exit. On
-/// other targets the feature is a compile error. Measured overhead: see the README.
+/// other targets the feature is a compile error. Measured overhead: see `docs/budgets.md`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tracking<A = MiMalloc> {
     inner: A,
