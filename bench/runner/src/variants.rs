@@ -185,7 +185,35 @@ pub fn parse_extra(spec: &str) -> Result<Variant, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Source, built_in, parse_extra};
+    use super::{Source, Variant, built_in, parse_extra};
+
+    /// A peer needing a tool that does not run is reported with that tool; the workspace's
+    /// drivers need none (cargo and a C compiler are a given).
+    #[test]
+    fn a_missing_build_tool_is_named() {
+        let needs = |tools: &'static [&'static str]| Variant {
+            name: "p".into(),
+            binary: "p",
+            source: Source::Peer {
+                dir: "bench/p",
+                exe: "p",
+                tools,
+            },
+            env: Vec::new(),
+            about: String::new(),
+        };
+        assert_eq!(
+            needs(&["cargo", "no-such-build-tool-here"]).missing_tool(),
+            Some("no-such-build-tool-here")
+        );
+        assert_eq!(needs(&["cargo"]).missing_tool(), None);
+        assert!(
+            built_in()
+                .iter()
+                .filter(|v| v.is_ours())
+                .all(|v| v.missing_tool().is_none())
+        );
+    }
 
     #[test]
     fn an_extra_variant_runs_its_base_binary_with_its_environment() {
