@@ -153,7 +153,8 @@ fn baked_option_defaults(target: &Target, sources: &Sources) -> Vec<OptionDefaul
     }
     // A variable with the prefix that names no option is a typo: fail rather than ignore it,
     // and rerun when it changes or goes. (Cargo watches variables by name only: one that did
-    // not exist when the script last ran cannot make it rerun; see docs/beyond-malloc.md, "Options".)
+    // not exist when the script last ran cannot make it rerun; see docs/beyond-malloc.md,
+    // "Options".)
     for (variable, _) in prefixed_variables() {
         if !requested.iter().any(|(v, _)| *v == variable) {
             let value = env(&variable).unwrap_or_default();
@@ -251,12 +252,12 @@ fn link(plan: &Plan) {
 /// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
 /// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
 /// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`),
-/// and, each where the plan says so: `DEP_MIMALLOC_PROFILER` (the heap profiler records call
-/// stacks), `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (the safe crate advises large blocks for huge
-/// pages), `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map) and
-/// `DEP_MIMALLOC_SMALL_FREE` (`mi_free_small_nonnull` skips the lookup), `DEP_MIMALLOC_DEBUG`
-/// (mimalloc's internal checks are compiled in): the decisions Rust code
-/// depends on, made once in `build/plan.rs`.
+/// and, each where the plan says so, the decisions Rust code depends on, made once in
+/// `build/plan.rs`: `DEP_MIMALLOC_PROFILER` (the heap profiler records call stacks),
+/// `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (the safe crate advises large blocks for huge pages),
+/// `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map), `DEP_MIMALLOC_SMALL_FREE`
+/// (`mi_free_small_nonnull` skips the lookup) and `DEP_MIMALLOC_DEBUG` (mimalloc's internal
+/// checks are compiled in).
 fn publish_metadata(sources: &Sources, plan: &Plan) {
     println!("cargo:rustc-cfg=mimalloc_runs");
     println!("cargo:runs=1");

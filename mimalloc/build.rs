@@ -4,8 +4,8 @@
 //! `DEP_MIMALLOC_PROFILER` (the heap profiler records call stacks) into `cfg(mimalloc_profiler)`,
 //! `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (mimalloc leaves huge pages to the routing core) into
 //! `cfg(mimalloc_huge_block_advice)`, `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map)
-//! into `cfg(mimalloc_page_map_free)` and `DEP_MIMALLOC_SMALL_FREE` (`mi_free_small_nonnull`
-//! takes the page from the address) into `cfg(mimalloc_small_free)` and `DEP_MIMALLOC_DEBUG`
+//! into `cfg(mimalloc_page_map_free)`, `DEP_MIMALLOC_SMALL_FREE` (`mi_free_small_nonnull`
+//! takes the page from the address) into `cfg(mimalloc_small_free)`, and `DEP_MIMALLOC_DEBUG`
 //! (mimalloc's internal checks) into `cfg(mimalloc_debug)`.
 
 fn main() {
