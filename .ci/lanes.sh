@@ -14,8 +14,10 @@ lane_clippy() { # every target, default and v2
   # mimalloc-prof's tests use the `profile` feature, which is a compile error with v2 (no
   # profiler in mimalloc 2): by design, so it is left out of the v2 pass.
   cargo clippy --workspace --exclude mimalloc-prof --all-targets --quiet --features mimalloc-tests/v2 -- -D warnings
-  # The regorus adapter's `limits` module exists only with its feature.
+  # The regorus adapter's `limits` module exists only with its feature, the plugin's profile
+  # export (scripts/check-profile-readers.sh) with its own.
   cargo clippy -p mimalloc-regorus --all-targets --quiet --features allocator-memory-limits -- -D warnings
+  cargo clippy -p mimalloc-test-plugin --all-targets --quiet --features profile -- -D warnings
 }
 
 lane_docs() { # rustdoc with warnings denied; the docs name every feature, and only files that exist
@@ -91,9 +93,10 @@ lane_guarded() { # guard pages far denser than the defaults, so every suite meet
   MIMALLOC_GUARDED_SAMPLE_RATE=10 lane_tests "v2,guarded"
 }
 
-lane_profile() { # the heap profile of the worked example, read by mimalloc-prof and by pprof's own tools
-  command -v go >/dev/null || need_packages golang-go
-  command -v google-pprof >/dev/null || need_packages google-perftools
+lane_profile() { # the heap profiles of the worked example, symbolized by mimalloc-prof and by pprof's own readers
+  # Go's pprof, the standalone pprof's source, gperftools' pprof, and Python as the host of a
+  # shared library on mimalloc.
+  need_packages golang-go golang-github-google-pprof-dev google-perftools python3
   suite "heap profiling (mimalloc-prof)" cargo test -p mimalloc-prof
   scripts/check-profile-readers.sh
   # Asking for the profiler on mimalloc 2 is a compile error that says why, not a no-op.

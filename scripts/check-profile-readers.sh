@@ -1,49 +1,133 @@
 #!/usr/bin/env bash
-# The worked example's heap profiles, read by this workspace's reader and by pprof's own:
+# The worked example's heap profiles, read by this workspace's reader and by pprof's own, from a
+# position-independent executable and from a shared library loaded by a host not on mimalloc:
 #
 #   scripts/check-profile-readers.sh
 #
-# 1. `mimalloc-prof` on the protobuf snapshot names the two functions that keep memory as the
-#    top in-use sites, the churning one as the top allocated site, and writes the flame graph.
-# 2. Go's pprof (`go tool pprof`, Debian's golang-go) decodes the same file: the four sampled
-#    totals it reads equal those mimalloc-prof reads.
-# 3. gperftools' pprof (Debian's google-perftools) reads the text snapshot: its in-use total
-#    equals the one in the file's header.
-# Needs golang-go and google-perftools (.ci/run's lane installs them).
+# Readers, each of which must name the two functions that keep memory, 6:1 by construction
+# (within the sampling error: 2.5 to 20 to 1), holding nearly all of the in-use bytes:
+# - `mimalloc-prof` (this workspace), protobuf;
+# - `go tool pprof` (the Go distribution's, Debian's golang-go), both formats: it takes names
+#   from DWARF only, so it reads a build with `debug = "line-tables-only"`;
+# - the standalone `pprof` (github.com/google/pprof, built from Debian's
+#   golang-github-google-pprof-dev), both formats, from a release build without debug info;
+# - gperftools' `pprof` (Debian's google-perftools), the text format.
+# Plus: the sampled totals Go's pprof decodes equal mimalloc-prof's; gperftools' in-use total
+# equals the text header's; mimalloc-prof writes the flame graph.
+# Needs those packages and python3 (the library's host); `.ci/run lane profile` installs them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=target/known-profile
 rm -rf "$out"
+export HOME=${HOME:-/tmp}
+
+# The readers' reports: `-top` (Go's) and `--text` (gperftools') print the same columns,
+# "flat flat% sum% cum cum% name...".
+go_pprof() { go tool pprof -top -unit=B "$@" 2>&1; }
+pprof() { target/tools/pprof -top -unit=B "$@" 2>&1; }
+gperftools_pprof() { google-pprof --text "$@" 2>/dev/null; }
+
+# check_sites WHO BIG SMALL REPORT: the inclusive in-use of the functions named BIG and SMALL
+# (by any of the readers' spellings: bare, with their path, with a symbol hash, "(inline)").
+check_sites() {
+  local who=$1 big=$2 small=$3 report=$4 verdict
+  verdict=$(echo "$report" | awk -v big="$big" -v small="$small" '
+    function bytes(s) { sub(/[A-Za-z]+$/, "", s); return s + 0 }
+    function site(name, f) { return name ~ ("(^|::)" f "(::h[0-9a-f]+)?$") }
+    NF >= 6 && $5 ~ /%$/ {
+      if (site($6, big) && bytes($4) > b) { b = bytes($4); bp = $5 + 0 }
+      if (site($6, small) && bytes($4) > s) { s = bytes($4); sp = $5 + 0 }
+    }
+    END {
+      if (b == 0 || s == 0) { print "does not name both"; exit }
+      r = b / s
+      if (r < 2.5 || r > 20) { printf "gives them %.1f : 1\n", r; exit }
+      if (bp + sp < 95) { printf "gives them only %.1f%% of the in-use bytes\n", bp + sp; exit }
+      printf "ok %.1f : 1, %.1f%% of the in-use bytes\n", r, bp + sp
+    }')
+  echo "$who: $big and $small: $verdict"
+  [ "${verdict%% *}" = ok ] || { echo "$report" | head -20 >&2; exit 1; }
+}
+
+[ -x target/tools/pprof ] || {
+  # Debian ships the standalone pprof's source only; GOPATH mode builds it offline.
+  mkdir -p target/tools
+  GO111MODULE=off GOPATH=/usr/share/gocode go build -o "$PWD/target/tools/pprof" github.com/google/pprof
+}
+
 cargo build --release --quiet -p mimalloc-prof --example known_profile --bin mimalloc-prof
 example=target/release/examples/known_profile
 pb=$("$example" "$out/pb")
 heap=$("$example" "$out/text" text)
 
-report=$(target/release/mimalloc-prof "$pb" --top 3)
-echo "$report"
-top_inuse=$(echo "$report" | sed -n '/^top 3 by in-use/,/^$/p' | awk 'NR>2 {print $NF}' | head -2 | sort | tr '\n' ' ')
-[ "$top_inuse" = "known_profile::keeps_48_mib known_profile::keeps_8_mib " ] ||
-  { echo "mimalloc-prof: top in-use sites are '$top_inuse'" >&2; exit 1; }
-top_alloc=$(echo "$report" | sed -n '/^top 3 by allocated/,/^$/p' | awk 'NR==3 {print $NF}')
-[ "$top_alloc" = known_profile::churns_200_mib ] ||
-  { echo "mimalloc-prof: top allocated site is '$top_alloc'" >&2; exit 1; }
-grep -q keeps_48_mib "$pb.svg" || { echo "the flame graph does not name keeps_48_mib" >&2; exit 1; }
+# mimalloc_prof_sites PROFILE: mimalloc-prof's top sites, by their full names (the allocator's
+# own frames left out), and its flame graph.
+mimalloc_prof_sites() {
+  local top_inuse top_alloc
+  report=$(target/release/mimalloc-prof "$1" --top 3)
+  echo "$report"
+  top_inuse=$(echo "$report" | sed -n '/^top 3 by in-use/,/^$/p' | awk 'NR>2 {print $NF}' | head -2 | sort | tr '\n' ' ')
+  [ "$top_inuse" = "known_profile::keeps_48_mib known_profile::keeps_8_mib " ] ||
+    { echo "mimalloc-prof: top in-use sites are '$top_inuse'" >&2; exit 1; }
+  top_alloc=$(echo "$report" | sed -n '/^top 3 by allocated/,/^$/p' | awk 'NR==3 {print $NF}')
+  [ "$top_alloc" = known_profile::churns_200_mib ] ||
+    { echo "mimalloc-prof: top allocated site is '$top_alloc'" >&2; exit 1; }
+  grep -q keeps_48_mib "$1.svg" || { echo "the flame graph does not name keeps_48_mib" >&2; exit 1; }
+}
+mimalloc_prof_sites "$pb"
 
 ours=$(echo "$report" | sed -n 's/^sampled.*: in use \([0-9]*\) bytes in \([0-9]*\) objects, allocated \([0-9]*\) bytes in \([0-9]*\) objects$/\4 \3 \2 \1/p')
 # -raw prints each sample as "alloc_objects alloc_bytes inuse_objects inuse_bytes: locations".
-go=$(HOME=${HOME:-/tmp} go tool pprof -raw -symbolize=none "$pb" |
+go=$(go tool pprof -raw -symbolize=none "$pb" |
   awk '/^Samples:/ {on=1; next} /^Locations/ {on=0} on && /:/ {sub(/:.*/, ""); a+=$1; b+=$2; c+=$3; d+=$4} END {print a, b, c, d}')
 echo "sampled totals (alloc objects, alloc bytes, in-use objects, in-use bytes): mimalloc-prof $ours, go tool pprof $go"
 [ -n "$ours" ] && [ "$ours" = "$go" ] || { echo "go tool pprof reads other figures than mimalloc-prof" >&2; exit 1; }
 
 header=$(head -1 "$heap")
 inuse_bytes=$(echo "$header" | sed -n 's/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p')
-total=$(google-pprof --text --inuse_space "$example" "$heap" 2>/dev/null | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
+total=$(gperftools_pprof --inuse_space "$example" "$heap" | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 expected=$(awk -v b="$inuse_bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 echo "text snapshot: header says $inuse_bytes bytes in use; google-pprof's total: $total MB"
 [ "$total" = "$expected" ] || { echo "google-pprof reads $total MB, the header says $expected" >&2; exit 1; }
 
-# Neither of pprof's own tools symbolizes these frames: mimalloc 3.6.0 writes no file offsets
-# into its protobuf mappings, so Go's pprof cannot place a position-independent executable's
-# frames in the file, and gperftools' pprof assumes each segment's file offset is its address.
-echo "SKIPPED symbolization by go tool pprof and google-pprof: mimalloc 3.6.0's protobuf mappings have no file offsets, and google-pprof assumes segment addresses equal file offsets (mimalloc-prof symbolizes; see docs/profiling.md)"
+# A release build as `cargo build --release` makes it (no debug information).
+check_sites "pprof, protobuf" keeps_48_mib keeps_8_mib "$(pprof "$pb")"
+check_sites "pprof, text" keeps_48_mib keeps_8_mib "$(pprof "$example" "$heap")"
+check_sites "google-pprof, text" keeps_48_mib keeps_8_mib "$(gperftools_pprof "$example" "$heap")"
+
+# Go's own pprof names functions from DWARF only; the shared library is checked from this
+# build too. Its own target directory: the two builds' settings differ in every crate.
+lines=target/line-tables
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_TARGET_DIR=$lines
+cargo build --release --quiet -p mimalloc-prof --example known_profile
+cargo build --release --quiet -p mimalloc-test-plugin --features profile
+unset CARGO_PROFILE_RELEASE_DEBUG CARGO_TARGET_DIR
+example=$lines/release/examples/known_profile
+pb=$("$example" "$out/lines-pb")
+heap=$("$example" "$out/lines-text" text)
+check_sites "go tool pprof, protobuf" keeps_48_mib keeps_8_mib "$(go_pprof "$pb")"
+# Line tables name inlined frames without their paths (`malloc`): mimalloc-prof must still tell
+# the allocator's frames from the program's.
+mimalloc_prof_sites "$pb" >/dev/null
+echo "mimalloc-prof, line tables: keeps_48_mib and keeps_8_mib: ok"
+check_sites "go tool pprof, text" keeps_48_mib keeps_8_mib "$(go_pprof "$example" "$heap")"
+
+# The library, loaded by Python (whose allocations are glibc's); its profile names Python's
+# executable first.
+library=$PWD/$lines/release/libmimalloc_test_plugin.so
+host=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')
+in_host() {
+  python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(sys.argv[1]).plugin_profile(sys.argv[2].encode(), int(sys.argv[3])))' \
+    "$library" "$1" "$2"
+}
+pb=$(in_host "$out/library-pb" 0)
+heap=$(in_host "$out/library-text" 1)
+for reader in go_pprof pprof; do
+  check_sites "${reader/_/ tool }, library, protobuf" plugin_keeps_48_mib plugin_keeps_8_mib "$($reader "$pb")"
+done
+check_sites "google-pprof, library, text" plugin_keeps_48_mib plugin_keeps_8_mib "$(gperftools_pprof "$host" "$heap")"
+report=$(target/release/mimalloc-prof "$pb" --top 100)
+check_sites "mimalloc-prof, library" plugin_keeps_48_mib plugin_keeps_8_mib \
+  "$(echo "$report" | sed -n '/^top 100 by in-use/,/^$/p' | awk '
+    BEGIN { unit["B"] = 1; unit["KiB"] = 1024; unit["MiB"] = 1048576; unit["GiB"] = 1073741824 }
+    NR > 2 && NF >= 7 { printf "- - - %d %s %s\n", $4 * unit[$5], $6, $NF }')"

@@ -12,7 +12,9 @@ Prints the top allocation sites of a heap profile written by mimalloc::profile::
 estimated in-use bytes and by allocated bytes, exclusive and inclusive), and writes a flame
 graph of in-use bytes (of allocated bytes with --allocated) to FILE, PROFILE.svg by default.
 Frames are symbolized against the files the profiled process had loaded, as the profile names
-them; --binary replaces the executable (e.g. with an unstripped copy).";
+them; --binary replaces the executable (e.g. with an unstripped copy). Where the profile records
+a file's build id, the file read must have the same GNU build id: a binary rebuilt since the
+profile was taken (or one without a build id) is refused with an error, not misread.";
 
 struct Args {
     profile: PathBuf,

@@ -141,6 +141,7 @@ pub struct Report {
 
 impl Report {
     /// Symbolizes `profile` (with `binary` in place of the executable it names, if given).
+    /// Fails if a file to symbolize against has another build id than the profile records.
     pub fn new(profile: &Profile, binary: Option<PathBuf>) -> Result<Report, String> {
         let index = |name: &str| {
             profile
@@ -154,7 +155,7 @@ impl Report {
             index("inuse_bytes")?,
         ];
         let locations: HashMap<u64, _> = profile.location.iter().map(|l| (l.id, l)).collect();
-        let mut symbols = Symbolizer::new(profile, binary);
+        let mut symbols = Symbolizer::new(profile, binary)?;
         let period = profile.period as f64;
         let mut stacks = Vec::with_capacity(profile.sample.len());
         for sample in &profile.sample {

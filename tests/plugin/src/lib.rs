@@ -5,6 +5,8 @@
 //!
 //! Every export catches a panic and aborts: unwinding into a C caller is undefined behaviour.
 
+#[cfg(feature = "profile")]
+mod profile;
 mod recipe;
 
 use recipe::{checksum, Block, KEPT, WORKERS};

@@ -1,5 +1,9 @@
 //! Heap profiling: mimalloc 3's sampling profiler, writing pprof-compatible profiles.
 
+mod complete;
+mod images;
+mod wire;
+
 use mimalloc_sys as ffi;
 use std::borrow::ToOwned;
 use std::ffi::CString;
@@ -63,7 +67,7 @@ pub enum ProfileError {
     /// mimalloc could not set up the profiler (out of memory).
     OutOfMemory,
     /// The directory of the snapshots cannot be used, or a snapshot file cannot be read back
-    /// or replaced.
+    /// or replaced, or is not a well-formed profile (`io::ErrorKind::InvalidData`).
     Io(PathBuf, io::Error),
     /// mimalloc did not write the snapshot: the file could not be created (a missing or
     /// read-only directory, a symlink in its place) or the profiler's own heap ran out.
@@ -171,7 +175,10 @@ impl ProfilerOptions {
 /// on Windows; elsewhere (musl, Android) starting fails with
 /// [`ProfileError::NoStackCapture`]. Frames are return addresses of the running process:
 /// the snapshot lists the loaded files and where they were mapped, so they can be
-/// symbolized later against the same binaries.
+/// symbolized later against the same binaries. On Linux each mapping also carries its file
+/// offset and its file's GNU build id, which mimalloc's own writer leaves out: `go tool
+/// pprof`, the standalone `pprof`, gperftools' `pprof` and `mimalloc-prof` then symbolize
+/// position-independent executables and shared libraries (`docs/profiling.md`).
 ///
 /// # Why there are no Rust callbacks
 /// mimalloc can call a custom profiler on every sampled allocation and free. Those calls run
@@ -272,7 +279,8 @@ impl Profiler {
     }
 
     /// Writes a snapshot of what has been sampled so far and returns its path. Sampling pauses
-    /// while it is written (allocations meanwhile are not sampled) and then goes on.
+    /// while mimalloc writes it (allocations meanwhile are not sampled) and then goes on. The
+    /// file is then completed for pprof's readers (see "Where it works" above).
     pub fn snapshot(&self) -> Result<PathBuf, ProfileError> {
         let mut count = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.path_of(*count + 1);
@@ -286,11 +294,24 @@ impl Profiler {
         // mimalloc's snapshot guard from skipping this call.
         unsafe { ffi::mi_profiler_snapshot(self.raw.as_ptr()) };
         *count += 1; // mimalloc numbers a snapshot even when it cannot write it
-        if path.is_file() {
-            Ok(path)
-        } else {
-            Err(ProfileError::NotWritten(path))
+        if !path.is_file() {
+            return Err(ProfileError::NotWritten(path));
         }
+        self.complete(&path)?;
+        Ok(path)
+    }
+
+    /// Adds what pprof's own readers need and mimalloc's writer leaves out (`complete.rs`):
+    /// file offsets and build ids of the mappings, lower-case addresses in the text format.
+    fn complete(&self, path: &Path) -> Result<(), ProfileError> {
+        let io_error = |e| ProfileError::Io(path.to_owned(), e);
+        let written = std::fs::read(path).map_err(io_error)?;
+        let completed = complete::snapshot(&written, self.format, &images::Images::loaded())
+            .map_err(|e| {
+                let why = format!("mimalloc's snapshot is not a well-formed profile: {e}");
+                io_error(io::Error::new(io::ErrorKind::InvalidData, why))
+            })?;
+        std::fs::write(path, completed).map_err(io_error)
     }
 
     /// Takes a snapshot and returns its bytes (for a `/debug/pprof/heap` endpoint), leaving no
