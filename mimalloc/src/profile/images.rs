@@ -43,10 +43,14 @@ pub(super) struct Placement<'a> {
 impl Images {
     /// The images loaded now.
     pub(super) fn loaded() -> Images {
-        let mut images = Images::default();
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        loader::add_loaded(&mut images);
-        images
+        {
+            let mut images = Images::default();
+            loader::add_loaded(&mut images);
+            images
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        Images::default()
     }
 
     /// Where a mapping that starts at `address` lies in its file, if it is a loaded segment.
