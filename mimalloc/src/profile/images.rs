@@ -138,6 +138,12 @@ mod loader {
 
     /// `dl_iterate_phdr`'s callback: adds one image. It must not unwind into C, and nothing in
     /// it panics (a failing allocation aborts).
+    ///
+    /// # Safety
+    ///
+    /// Called by `dl_iterate_phdr` only, during `add_loaded`: `info` is the loader's record of
+    /// a loaded image, and `data` the `&mut Images` that `add_loaded` passed, used by nothing
+    /// else meanwhile.
     unsafe extern "C" fn add_image(info: *mut dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
         // SAFETY: `data` is the `&mut Images` of `add_loaded`, borrowed for this call only;
         // `info` points to the loader's record of one image, valid during the callback.
