@@ -42,12 +42,12 @@ pub(super) fn snapshot(
 /// ids) go at the end of the string table, whose existing indices stay as they are.
 fn protobuf(profile: &[u8], images: &Images) -> Result<Vec<u8>, Malformed> {
     let mut strings = Strings {
-        next: 0,
+        existing: 0,
         added: Vec::new(),
     };
     for field in wire::fields(profile) {
         if field?.number == PROFILE_STRING_TABLE {
-            strings.next += 1;
+            strings.existing += 1;
         }
     }
     let mut out = Vec::with_capacity(profile.len() + 1024);
@@ -105,20 +105,21 @@ fn complete_mapping(
 
 /// The strings added to a profile's string table.
 struct Strings {
-    /// The index the next added string gets.
-    next: u64,
+    /// How many strings the table had: the first added one gets this index.
+    existing: u64,
     added: Vec<String>,
 }
 
 impl Strings {
     fn index_of(&mut self, string: String) -> u64 {
-        let first = self.next - self.added.len() as u64;
-        if let Some(i) = self.added.iter().position(|s| *s == string) {
-            return first + i as u64;
-        }
-        self.added.push(string);
-        self.next += 1;
-        self.next - 1
+        let at = match self.added.iter().position(|s| *s == string) {
+            Some(at) => at,
+            None => {
+                self.added.push(string);
+                self.added.len() - 1
+            }
+        };
+        self.existing + at as u64
     }
 }
 
