@@ -1,7 +1,9 @@
 //! `MiMalloc`: mimalloc behind Rust's `GlobalAlloc`.
 
-use crate::route;
+use crate::route::{self, Entries};
 use core::alloc::{GlobalAlloc, Layout};
+use core::ffi::c_void;
+use mimalloc_sys as ffi;
 
 /// mimalloc as a Rust allocator.
 ///
@@ -74,5 +76,56 @@ unsafe impl GlobalAlloc for MiMalloc {
             let new = Layout::from_size_align_unchecked(new_size, layout.align());
             route::realloc(self, ptr, layout, new)
         }
+    }
+}
+
+/// The calling thread's default heap.
+impl Entries for MiMalloc {
+    #[inline(always)]
+    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
+        // mimalloc 3 takes the size in words, which for a constant size costs nothing to
+        // compute here and saves mimalloc the rounding.
+        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`, so `words` is within
+        // `MI_SMALL_WSIZE_MAX`.
+        #[cfg(not(feature = "v2"))]
+        unsafe {
+            let words = (size + core::mem::size_of::<usize>() - 1) / core::mem::size_of::<usize>();
+            ffi::mi_wmalloc_small(words)
+        }
+        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`.
+        #[cfg(feature = "v2")]
+        unsafe {
+            ffi::mi_malloc_small(size)
+        }
+    }
+    #[inline(always)]
+    fn malloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: `mi_malloc` accepts any size.
+        unsafe { ffi::mi_malloc(size) }
+    }
+    #[inline(always)]
+    fn zalloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: `mi_zalloc` accepts any size.
+        unsafe { ffi::mi_zalloc(size) }
+    }
+    #[inline(always)]
+    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_malloc_aligned(size, align) }
+    }
+    #[inline(always)]
+    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_zalloc_aligned(size, align) }
+    }
+    #[inline(always)]
+    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: the caller passes a live block.
+        unsafe { ffi::mi_realloc(p, size) }
+    }
+    #[inline(always)]
+    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the caller passes a live block and a power-of-two alignment.
+        unsafe { ffi::mi_realloc_aligned(p, size, align) }
     }
 }

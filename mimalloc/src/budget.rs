@@ -2,20 +2,23 @@
 //! work (a policy engine evaluating a request, an interpreter running a script) and must fail
 //! *that work* when it uses too much memory, never the process.
 //!
-//! [`Tracking`]'s limit makes an allocation return null, which for every infallible allocation
-//! (`Vec::push`, `Box::new`, `format!`) ends in `handle_alloc_error`: an abort. Right for a
-//! ceiling of the whole process, wrong for one request. The budgets here never refuse an
-//! allocation; the program asks, at points of its choosing, whether it is over, and turns the
-//! answer into its own error:
+//! The hard limit of [`tracking::set_limit`] makes an allocation return null, which for every
+//! infallible allocation (`Vec::push`, `Box::new`, `format!`) ends in `handle_alloc_error`: an
+//! abort. Right for a ceiling of the whole process, wrong for one request. The budgets here
+//! never refuse an allocation; the program asks, at points of its choosing, whether it is over,
+//! and turns the answer into its own error:
 //!
-//! - a **process soft limit** on the live bytes [`Tracking`] counts: [`check`] compares them
-//!   with it, [`poll`] does so cheaply enough to call at every step of an interpreter loop;
+//! - a **process soft limit** on the live bytes that [`tracking::stats`] counts: [`check`]
+//!   compares them with it, [`poll`] does so cheaply enough to call at every step of an
+//!   interpreter loop;
 //! - **budget scopes**: while [`scope`] runs a closure, every allocation of the calling thread
 //!   is charged to a [`Usage`] that the caller owns, can compare with its budget at any time
 //!   ([`current`]), and can carry to the next segment of the same work, on another thread too.
 //!
-//! Both count only what goes through a [`Tracking`] allocator (in practice: `Tracking` is the
-//! `#[global_allocator]`); with another global allocator the figures do not move.
+//! Both count only what goes through a [`Tracking`](crate::Tracking) allocator (in practice:
+//! `Tracking` is the `#[global_allocator]`); with another global allocator the figures do not
+//! move. This module is the public face of state that lives in [`tracking`]: the soft limit is
+//! its own, the scopes are the thread state's.
 //!
 //! # What a scope counts
 //!
@@ -25,8 +28,8 @@
 //! whichever thread frees it), and freeing data that existed before (a cache, the previous
 //! request's result) earns the work no credit. Net live bytes would be the tighter measure of
 //! what the work holds, but they go negative when it frees what others allocated, which an
-//! untrusted input can arrange; [`ThreadStats::live_bytes`](crate::ThreadStats) gives them, for
-//! a baseline-and-compare of one's own. An allocation that fails is not charged.
+//! untrusted input can arrange; [`ThreadStats::live_bytes`](tracking::ThreadStats) gives them,
+//! for a baseline-and-compare of one's own. An allocation that fails is not charged.
 //!
 //! A scope belongs to the thread that selected it: other threads, including those it spawns,
 //! are not charged (each can select a scope of its own), and a nested [`scope`] or [`unowned`]
@@ -66,77 +69,11 @@
 //! }
 //! ```
 
+pub use crate::tracking::usage::Usage;
+
 use crate::tracking;
-use crate::{MiMalloc, Tracking};
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
-/// What a budget scope has been charged: the bytes requested while it was selected (see the
-/// [module docs](self) for what counts). `Copy`: the caller keeps it between the segments of
-/// one piece of work, and compares it with its budget.
-///
-/// ```
-/// use mimalloc::budget::Usage;
-/// let usage = Usage::new();
-/// assert_eq!(usage.bytes(), 0);
-/// assert!(!usage.exceeds(0));
-/// assert_eq!(usage, Usage::default());
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
-    bytes: u64,
-    /// The sum passed `u64::MAX`: over any budget, for good.
-    overflowed: bool,
-}
-
-impl Usage {
-    /// Nothing charged yet.
-    pub const fn new() -> Self {
-        Usage {
-            bytes: 0,
-            overflowed: false,
-        }
-    }
-
-    /// The bytes charged, saturated at `u64::MAX`.
-    pub const fn bytes(self) -> u64 {
-        self.bytes
-    }
-
-    /// Whether the charged bytes are over `budget` (always, once their sum has overflowed).
-    ///
-    /// ```
-    /// use mimalloc::budget::{self, Usage};
-    /// use mimalloc::{MiMalloc, Tracking};
-    ///
-    /// #[global_allocator]
-    /// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
-    ///
-    /// fn main() {
-    ///     let mut usage = Usage::new();
-    ///     let v = budget::scope(&mut usage, || vec![0u8; 1000]);
-    ///     assert_eq!(usage.bytes(), 1000);
-    ///     assert!(!usage.exceeds(1000));
-    ///     assert!(usage.exceeds(999));
-    ///     drop(v);
-    /// }
-    /// ```
-    pub const fn exceeds(self, budget: u64) -> bool {
-        self.overflowed || self.bytes > budget
-    }
-
-    /// `self` with `bytes` more charged.
-    pub(crate) fn charged(self, bytes: usize) -> Self {
-        // `usize` is at most 64 bits on every target Rust supports.
-        match self.bytes.checked_add(bytes as u64) {
-            Some(sum) => Usage { bytes: sum, ..self },
-            None => Usage {
-                bytes: u64::MAX,
-                overflowed: true,
-            },
-        }
-    }
-}
 
 /// Runs `f` with `usage` selected as the calling thread's budget scope: every allocation the
 /// thread makes meanwhile is charged to it. When `f` returns or unwinds, `*usage` holds what
@@ -243,7 +180,7 @@ static SOFT_LIMIT: AtomicUsize = AtomicUsize::new(NO_LIMIT);
 const POLL_EVERY: u32 = 16;
 
 /// Sets (or with `None` removes) the process-wide soft limit on live bytes, which [`check`] and
-/// [`poll`] compare [`Tracking`]'s figures with. Nothing is refused because of it.
+/// [`poll`] compare [`tracking::stats`] with. Nothing is refused because of it.
 ///
 /// ```
 /// use mimalloc::budget;
@@ -272,7 +209,7 @@ pub fn soft_limit() -> Option<usize> {
 
 /// Publishes the calling thread's buffered change, then compares the process-wide live bytes
 /// with the soft limit: `Err` if they are over it. Exact as far as this thread goes; other
-/// threads' unpublished changes (within ±[`Tracking::window`] each) are not seen.
+/// threads' unpublished changes (within ±[`tracking::window`] each) are not seen.
 ///
 /// ```
 /// use mimalloc::{budget, MiMalloc, Tracking};
@@ -281,7 +218,7 @@ pub fn soft_limit() -> Option<usize> {
 /// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
 ///
 /// fn main() {
-///     budget::set_soft_limit(Some(GLOBAL.stats().live_bytes + (1 << 20)));
+///     budget::set_soft_limit(Some(mimalloc::tracking::stats().live_bytes + (1 << 20)));
 ///     assert!(budget::check().is_ok());
 ///     let v = vec![0u8; 2 << 20]; // allowed: a soft limit refuses nothing
 ///     let err = budget::check().unwrap_err();
@@ -296,9 +233,8 @@ pub fn check() -> Result<(), OverLimit> {
     if limit == NO_LIMIT {
         return Ok(());
     }
-    let books = Tracking::new(MiMalloc);
-    books.publish();
-    let live_bytes = books.stats().live_bytes;
+    tracking::publish();
+    let live_bytes = tracking::stats().live_bytes;
     if live_bytes > limit {
         Err(OverLimit { live_bytes, limit })
     } else {
@@ -319,14 +255,15 @@ pub fn check() -> Result<(), OverLimit> {
 /// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
 ///
 /// fn main() {
-///     budget::set_soft_limit(Some(GLOBAL.stats().live_bytes + (1 << 20)));
+///     budget::set_soft_limit(Some(mimalloc::tracking::stats().live_bytes + (1 << 20)));
 ///     let mut held = Vec::new();
 ///     let steps = (0..).position(|_| {
 ///         held.push(vec![0u8; 4096]);
 ///         budget::poll().is_err()
 ///     });
 ///     // Caught within a window's worth of allocations past the limit.
-///     assert!(held.len() * 4096 <= (1 << 20) + 2 * GLOBAL.window(), "{steps:?}");
+///     let window = mimalloc::tracking::window();
+///     assert!(held.len() * 4096 <= (1 << 20) + 2 * window, "{steps:?}");
 ///     budget::set_soft_limit(None);
 /// }
 /// ```

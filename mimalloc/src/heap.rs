@@ -1,6 +1,6 @@
 //! `Heap`: an owned mimalloc heap, usable as an allocator for collections.
 
-use crate::route::{self, GUARDED};
+use crate::route::{self, Entries, GUARDED};
 use crate::{AllocError, Arena};
 use core::alloc::Layout;
 use core::ffi::c_void;
@@ -351,5 +351,44 @@ impl Default for Heap {
 impl fmt::Debug for Heap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Heap").field(&self.raw).finish()
+    }
+}
+
+/// An owned heap, live for as long as the `&Heap` (a block that moves lands in it).
+impl Entries for Heap {
+    #[inline(always)]
+    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller keeps `size` within `SMALL_SIZE_MAX`.
+        unsafe { ffi::mi_heap_malloc_small(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    fn malloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; any size is accepted.
+        unsafe { ffi::mi_heap_malloc(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    fn zalloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; any size is accepted.
+        unsafe { ffi::mi_heap_zalloc(self.as_ptr(), size) }
+    }
+    #[inline(always)]
+    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_heap_malloc_aligned(self.as_ptr(), size, align) }
+    }
+    #[inline(always)]
+    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
+        unsafe { ffi::mi_heap_zalloc_aligned(self.as_ptr(), size, align) }
+    }
+    #[inline(always)]
+    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a live block.
+        unsafe { ffi::mi_heap_realloc(self.as_ptr(), p, size) }
+    }
+    #[inline(always)]
+    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
+        // SAFETY: the heap is live; the caller passes a live block and a power-of-two alignment.
+        unsafe { ffi::mi_heap_realloc_aligned(self.as_ptr(), p, size, align) }
     }
 }

@@ -11,8 +11,9 @@
 //! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
 //! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
 //! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
-//!   per thread and process-wide, and to enforce a memory limit; `budget` adds limits that end
-//!   in an error value instead: a checked soft limit and per-execution budget scopes.
+//!   per thread and process-wide, and to enforce a memory limit (the books are read and set
+//!   with `tracking::stats`, `tracking::set_limit`, ...); `budget` adds limits that end in an
+//!   error value instead: a checked soft limit and per-execution budget scopes.
 //! - With the `profile` feature, `profile::Profiler` samples allocations with their call
 //!   stacks and writes pprof heap profiles (mimalloc 3 only).
 //!
@@ -112,10 +113,10 @@ mod route;
 #[cfg(mimalloc_runs)]
 mod stats;
 // Allocation accounting and limits (the `tracking` feature, which turns on `std` for its
-// thread-locals).
+// thread-locals): `Tracking` and the books it keeps.
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
-mod tracking;
-// Memory budgets on top of `Tracking`'s accounting: a checked soft limit and budget scopes.
+pub mod tracking;
+// Memory budgets, the public face of the soft limit and budget scopes over `tracking`'s books.
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 pub mod budget;
 
@@ -124,7 +125,7 @@ pub use crate::stats::stats_reset;
 #[cfg(all(mimalloc_runs, not(feature = "v2")))]
 pub use crate::stats::{size_bins, SizeBin, SizeBins};
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
-pub use crate::tracking::{ThreadStats, Tracking, TrackingStats};
+pub use crate::tracking::Tracking;
 #[cfg(mimalloc_runs)]
 pub use crate::{
     alloc::MiMalloc,

@@ -1,16 +1,17 @@
 //! Which mimalloc function serves a request: every allocation decision of the crate, made once.
 //!
-//! `GlobalAlloc for MiMalloc`, [`Heap`]'s methods and both `Allocator` impls forward here. The
-//! decisions (size rounding for `size < align`, the `_small` fast paths, inline zeroing, the
-//! `_aligned` variants) are written once, generic over [`Entries`]:
-//! mimalloc's entry points for the calling thread's default heap (`mi_*`, [`MiMalloc`]) or for an
-//! owned heap (`mi_heap_*`, [`Heap`]). The paths are `#[inline(always)]`, so each caller
-//! compiles to the same few instructions it would have if written by hand; only the rare move
-//! of a resized block into a small page, off the hot path, is a function of its own. Blocks of
-//! 2 MiB and more get the huge-page advice on the way out (`huge_pages`), on the large paths
-//! only.
+//! `GlobalAlloc for MiMalloc`, [`Heap`](crate::Heap)'s methods and both `Allocator` impls
+//! forward here. The decisions (size rounding for `size < align`, the `_small` fast paths,
+//! inline zeroing, the `_aligned` variants) are written once, generic over [`Entries`]:
+//! mimalloc's entry points for the calling thread's default heap (`mi_*`, implemented in
+//! `alloc.rs` for [`MiMalloc`](crate::MiMalloc)) or for an owned heap (`mi_heap_*`, in
+//! `heap.rs` for [`Heap`](crate::Heap)). This module names neither type: they depend on it,
+//! not it on them. The paths are `#[inline(always)]`, so each caller compiles to the same few
+//! instructions it would have if written by hand; only the rare move of a resized block into a
+//! small page, off the hot path, is a function of its own. Blocks of 2 MiB and more get the
+//! huge-page advice on the way out (`huge_pages`), on the large paths only.
 
-use crate::{huge_pages, Heap, MiMalloc};
+use crate::huge_pages;
 use core::alloc::Layout;
 use core::ffi::c_void;
 use mimalloc_sys as ffi;
@@ -307,95 +308,5 @@ unsafe fn zero(p: *mut u8, size: usize) {
         } else if size == 1 {
             p.write(0)
         }
-    }
-}
-
-/// The calling thread's default heap.
-impl Entries for MiMalloc {
-    #[inline(always)]
-    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
-        // mimalloc 3 takes the size in words, which for a constant size costs nothing to
-        // compute here and saves mimalloc the rounding.
-        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`, so `words` is within
-        // `MI_SMALL_WSIZE_MAX`.
-        #[cfg(not(feature = "v2"))]
-        unsafe {
-            let words = (size + core::mem::size_of::<usize>() - 1) / core::mem::size_of::<usize>();
-            ffi::mi_wmalloc_small(words)
-        }
-        // SAFETY: the caller keeps `size` within `SMALL_SIZE_MAX`.
-        #[cfg(feature = "v2")]
-        unsafe {
-            ffi::mi_malloc_small(size)
-        }
-    }
-    #[inline(always)]
-    fn malloc(&self, size: usize) -> *mut c_void {
-        // SAFETY: `mi_malloc` accepts any size.
-        unsafe { ffi::mi_malloc(size) }
-    }
-    #[inline(always)]
-    fn zalloc(&self, size: usize) -> *mut c_void {
-        // SAFETY: `mi_zalloc` accepts any size.
-        unsafe { ffi::mi_zalloc(size) }
-    }
-    #[inline(always)]
-    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the caller passes a power-of-two alignment.
-        unsafe { ffi::mi_malloc_aligned(size, align) }
-    }
-    #[inline(always)]
-    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the caller passes a power-of-two alignment.
-        unsafe { ffi::mi_zalloc_aligned(size, align) }
-    }
-    #[inline(always)]
-    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
-        // SAFETY: the caller passes a live block.
-        unsafe { ffi::mi_realloc(p, size) }
-    }
-    #[inline(always)]
-    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the caller passes a live block and a power-of-two alignment.
-        unsafe { ffi::mi_realloc_aligned(p, size, align) }
-    }
-}
-
-/// An owned heap, live for as long as the `&Heap` (a block that moves lands in it).
-impl Entries for Heap {
-    #[inline(always)]
-    unsafe fn malloc_small(&self, size: usize) -> *mut c_void {
-        // SAFETY: the heap is live; the caller keeps `size` within `SMALL_SIZE_MAX`.
-        unsafe { ffi::mi_heap_malloc_small(self.as_ptr(), size) }
-    }
-    #[inline(always)]
-    fn malloc(&self, size: usize) -> *mut c_void {
-        // SAFETY: the heap is live; any size is accepted.
-        unsafe { ffi::mi_heap_malloc(self.as_ptr(), size) }
-    }
-    #[inline(always)]
-    fn zalloc(&self, size: usize) -> *mut c_void {
-        // SAFETY: the heap is live; any size is accepted.
-        unsafe { ffi::mi_heap_zalloc(self.as_ptr(), size) }
-    }
-    #[inline(always)]
-    unsafe fn malloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
-        unsafe { ffi::mi_heap_malloc_aligned(self.as_ptr(), size, align) }
-    }
-    #[inline(always)]
-    unsafe fn zalloc_aligned(&self, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the heap is live; the caller passes a power-of-two alignment.
-        unsafe { ffi::mi_heap_zalloc_aligned(self.as_ptr(), size, align) }
-    }
-    #[inline(always)]
-    unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
-        // SAFETY: the heap is live; the caller passes a live block.
-        unsafe { ffi::mi_heap_realloc(self.as_ptr(), p, size) }
-    }
-    #[inline(always)]
-    unsafe fn realloc_aligned(&self, p: *mut c_void, size: usize, align: usize) -> *mut c_void {
-        // SAFETY: the heap is live; the caller passes a live block and a power-of-two alignment.
-        unsafe { ffi::mi_heap_realloc_aligned(self.as_ptr(), p, size, align) }
     }
 }

@@ -347,3 +347,16 @@ pub fn c_abi_probe() -> &'static [usize] {
     // `size_t`s (the same type as `usize`), immutable for the life of the program.
     unsafe { std::slice::from_raw_parts(mimalloc_tests_abi.as_ptr(), mimalloc_tests_abi_len) }
 }
+
+/// `value`, which the compiler must now assume was read and written through: allocations a
+/// test makes only to see them counted are not removed as unused (the compiler may remove an
+/// allocation whose block is never used, and does in release builds). `std::hint::black_box`
+/// is newer than the suite's Rust 1.63.
+pub fn keep<T>(value: T) -> T {
+    // SAFETY: the assembly is empty: it reads and writes nothing, touches no stack and no
+    // flags, whatever the compiler must assume it does with the pointer it is given.
+    unsafe {
+        std::arch::asm!("/* {0} */", in(reg) &value as *const T, options(nostack, preserves_flags));
+    }
+    value
+}

@@ -7,8 +7,8 @@
 //! so they run in a child process of their own (`child_` tests).
 
 use mimalloc::budget::{self, Usage};
-use mimalloc::{MiMalloc, Tracking};
-use mimalloc_tests::{is_child, run_child};
+use mimalloc::{tracking, MiMalloc, Tracking};
+use mimalloc_tests::{is_child, keep, run_child};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::thread;
@@ -17,7 +17,7 @@ use std::thread;
 static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
 
 fn live() -> isize {
-    GLOBAL.thread_stats().live_bytes
+    tracking::thread_stats().live_bytes
 }
 
 /// Runs `test` alone in a child process and fails with its output if it failed.
@@ -37,7 +37,7 @@ fn a_scope_charges_requested_bytes_and_gives_no_credit() {
     let mut usage = Usage::new();
     let kept = budget::scope(&mut usage, || {
         drop(before); // freeing what existed before earns nothing
-        drop(Vec::<u8>::with_capacity(1000));
+        drop(keep(Vec::<u8>::with_capacity(1000)));
         let zeroed = vec![0u8; 500];
         let mut grown = Vec::<u8>::with_capacity(100);
         grown.reserve_exact(300); // a realloc from 100 to 300 bytes: 200 more
@@ -70,10 +70,10 @@ fn a_scope_is_restored_when_its_closure_panics() {
     let mut outer = Usage::new();
     let mut inner = Usage::new();
     budget::scope(&mut outer, || {
-        let before = vec![0u8; 100];
+        let before = keep(vec![0u8; 100]);
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             budget::scope(&mut inner, || {
-                let _doomed = vec![0u8; 256];
+                let _doomed = keep(vec![0u8; 256]);
                 // No panic hook, and a payload that allocates nothing: what the unwinder
                 // itself allocates is all that comes on top of the 256 bytes.
                 panic::resume_unwind(Box::new(()));
@@ -85,7 +85,7 @@ fn a_scope_is_restored_when_its_closure_panics() {
             Some(100),
             "the outer scope is selected again, without the inner one's charges"
         );
-        let after = vec![0u8; 50];
+        let after = keep(vec![0u8; 50]);
         drop((before, after));
     });
     assert_eq!(outer.bytes(), 150);
@@ -102,7 +102,7 @@ fn a_top_level_scope_is_unselected_when_its_closure_panics() {
     let mut usage = Usage::new();
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         budget::scope(&mut usage, || {
-            let _doomed = vec![0u8; 4000];
+            let _doomed = keep(vec![0u8; 4000]);
             panic::resume_unwind(Box::new(()));
         })
     }));
@@ -201,10 +201,10 @@ fn tracking_stays_exact_while_a_scope_is_selected() {
     let start = live();
     let mut usage = Usage::new();
     budget::scope(&mut usage, || {
-        let a = vec![0u8; 3000];
+        let a = keep(vec![0u8; 3000]);
         assert_eq!(live() - start, 3000);
-        let stats = GLOBAL.thread_stats();
-        assert!(stats.unpublished_bytes.unsigned_abs() <= GLOBAL.window());
+        let stats = tracking::thread_stats();
+        assert!(stats.unpublished_bytes.unsigned_abs() <= tracking::window());
         // Churn across many windows: allocations, growth, shrinks and frees.
         let mut held: Vec<Vec<u8>> = Vec::new();
         for i in 0..20_000usize {
@@ -245,8 +245,8 @@ fn child_soft_limit_check_and_poll() {
         return in_child("child_soft_limit_check_and_poll");
     }
     assert!(budget::check().is_ok(), "no soft limit: always Ok");
-    GLOBAL.flush();
-    let base = GLOBAL.stats().live_bytes;
+    tracking::flush();
+    let base = tracking::stats().live_bytes;
     budget::set_soft_limit(Some(base + (1 << 20)));
     assert!(budget::check().is_ok());
     // Nothing is refused, and the check sees the thread's change at once, even one that
@@ -273,7 +273,7 @@ fn child_soft_limit_check_and_poll() {
     }
     let over = held.len() * 1024;
     assert!(
-        over > (1 << 20) - 2 * GLOBAL.window() && over <= (1 << 20) + 2 * GLOBAL.window(),
+        over > (1 << 20) - 2 * tracking::window() && over <= (1 << 20) + 2 * tracking::window(),
         "caught after {over} bytes"
     );
     budget::set_soft_limit(None);
@@ -285,29 +285,29 @@ fn child_a_zero_window_publishes_every_call() {
     if !is_child() {
         return in_child("child_a_zero_window_publishes_every_call");
     }
-    GLOBAL.set_window(Some(0));
-    GLOBAL.flush(); // the thread takes the new window when it next settles
-    let base = GLOBAL.stats().live_bytes;
+    tracking::set_window(Some(0));
+    tracking::flush(); // the thread takes the new window when it next settles
+    let base = tracking::stats().live_bytes;
     let a = Box::new([0u8; 100]);
-    assert_eq!(GLOBAL.stats().live_bytes, base + 100);
-    assert_eq!(GLOBAL.thread_stats().unpublished_bytes, 0);
-    assert!(GLOBAL.take_published());
+    assert_eq!(tracking::stats().live_bytes, base + 100);
+    assert_eq!(tracking::thread_stats().unpublished_bytes, 0);
+    assert!(tracking::take_published());
     drop(a);
-    assert_eq!(GLOBAL.stats().live_bytes, base);
-    GLOBAL.set_window(Some(1 << 30));
-    GLOBAL.flush();
+    assert_eq!(tracking::stats().live_bytes, base);
+    tracking::set_window(Some(1 << 30));
+    tracking::flush();
     // The first allocation after a flush settles (and is published); it takes the new window.
     let first = Box::new(1u8);
-    assert_eq!(GLOBAL.stats().live_bytes, base + 1);
+    assert_eq!(tracking::stats().live_bytes, base + 1);
     let b = vec![0u8; 1 << 20];
-    assert_eq!(GLOBAL.thread_stats().unpublished_bytes, 1 << 20);
+    assert_eq!(tracking::thread_stats().unpublished_bytes, 1 << 20);
     assert_eq!(
-        GLOBAL.stats().live_bytes,
+        tracking::stats().live_bytes,
         base + 1,
         "a wide window keeps it unpublished"
     );
-    GLOBAL.flush();
-    assert_eq!(GLOBAL.stats().live_bytes, base + 1 + (1 << 20));
+    tracking::flush();
+    assert_eq!(tracking::stats().live_bytes, base + 1 + (1 << 20));
     drop((first, b));
 }
 
@@ -316,12 +316,12 @@ fn child_a_refused_allocation_is_not_charged() {
     if !is_child() {
         return in_child("child_a_refused_allocation_is_not_charged");
     }
-    GLOBAL.set_limit(Some(GLOBAL.stats().charged_bytes + (1 << 20)));
+    tracking::set_limit(Some(tracking::stats().charged_bytes + (1 << 20)));
     let mut usage = Usage::new();
     let refused = budget::scope(&mut usage, || {
         Vec::<u8>::new().try_reserve_exact(2 << 20).is_err()
     });
     assert!(refused);
     assert_eq!(usage.bytes(), 0);
-    assert_eq!(GLOBAL.stats().refused_allocations, 1);
+    assert_eq!(tracking::stats().refused_allocations, 1);
 }

@@ -4,7 +4,7 @@
 //! so each one holds `SERIAL` and leaves the account as it found it: blocks freed, its
 //! thread's buffer flushed, no limit.
 
-use mimalloc::{MiMalloc, Tracking};
+use mimalloc::{tracking, MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard};
@@ -13,8 +13,8 @@ use std::thread;
 static T: Tracking<MiMalloc> = Tracking::new(MiMalloc);
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The per-thread buffer of `Tracking` (documented: 64 KiB).
-const BUFFER: usize = 64 * 1024;
+/// How far a thread's unpublished change may go (the default window).
+const BUFFER: usize = tracking::DEFAULT_WINDOW;
 
 /// Holds the account for one test; on drop, flushes and removes the limit.
 struct Account {
@@ -28,25 +28,25 @@ impl Account {
         let serial = SERIAL
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        T.set_limit(None);
-        T.flush();
+        tracking::set_limit(None);
+        tracking::flush();
         Account {
             _serial: serial,
-            base: T.stats().live_bytes,
+            base: tracking::stats().live_bytes,
         }
     }
 
     /// Process-wide live bytes above the start, after flushing this thread.
     fn live(&self) -> isize {
-        T.flush();
-        T.stats().live_bytes as isize - self.base as isize
+        tracking::flush();
+        tracking::stats().live_bytes as isize - self.base as isize
     }
 }
 
 impl Drop for Account {
     fn drop(&mut self) {
-        T.flush();
-        T.set_limit(None);
+        tracking::flush();
+        tracking::set_limit(None);
     }
 }
 
@@ -81,7 +81,7 @@ impl Drop for Block {
 unsafe impl Send for Block {}
 
 fn thread_live() -> isize {
-    T.thread_stats().live_bytes
+    tracking::thread_stats().live_bytes
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn process_figures_lag_by_at_most_the_buffer() {
     let account = Account::take();
     // 100 small blocks, 10,000 bytes: may all sit in this thread's buffer.
     let small: Vec<Block> = (0..100).map(|_| Block::new(100, 8).unwrap()).collect();
-    let unflushed = T.stats().live_bytes as isize - account.base as isize;
+    let unflushed = tracking::stats().live_bytes as isize - account.base as isize;
     assert!(
         (0..=10_000).contains(&unflushed),
         "published {unflushed} of 10,000 bytes"
@@ -160,7 +160,7 @@ fn process_figures_lag_by_at_most_the_buffer() {
     assert_eq!(account.live(), 10_000, "exact after a flush");
     // 300 KiB in 1 KiB blocks: the thread publishes whenever its buffer passes 64 KiB.
     let more: Vec<Block> = (0..300).map(|_| Block::new(1024, 8).unwrap()).collect();
-    let published = T.stats().live_bytes as isize - account.base as isize;
+    let published = tracking::stats().live_bytes as isize - account.base as isize;
     let truth = 10_000 + 300 * 1024;
     assert!(
         published <= truth && published >= truth - BUFFER as isize,
@@ -173,9 +173,9 @@ fn process_figures_lag_by_at_most_the_buffer() {
 #[test]
 fn peaks_follow_the_high_water_mark() {
     let account = Account::take();
-    T.reset_peak();
-    let thread_start = T.thread_stats();
-    assert_eq!(T.stats().peak_bytes, account.base);
+    tracking::reset_peak();
+    let thread_start = tracking::thread_stats();
+    assert_eq!(tracking::stats().peak_bytes, account.base);
     assert_eq!(
         thread_start.peak_bytes as isize,
         thread_start.live_bytes.max(0)
@@ -183,23 +183,23 @@ fn peaks_follow_the_high_water_mark() {
     {
         // Past the buffer: published at once, so the peaks are exact.
         let _big = Block::new(1 << 20, 8).unwrap();
-        assert_eq!(T.stats().peak_bytes, account.base + (1 << 20));
+        assert_eq!(tracking::stats().peak_bytes, account.base + (1 << 20));
         assert_eq!(
-            T.thread_stats().peak_bytes as isize,
+            tracking::thread_stats().peak_bytes as isize,
             thread_start.live_bytes.max(0) + (1 << 20)
         );
     }
     assert_eq!(account.live(), 0);
-    let stats = T.stats();
+    let stats = tracking::stats();
     assert_eq!(stats.peak_bytes, account.base + (1 << 20), "the peak stays");
     // Small blocks: the process peak is recorded when the thread publishes, so it may lag
     // by up to a buffer; after a flush at the high point it is exact.
-    T.reset_peak();
+    tracking::reset_peak();
     let small: Vec<Block> = (0..100).map(|_| Block::new(300, 8).unwrap()).collect();
-    let peak = T.stats().peak_bytes;
+    let peak = tracking::stats().peak_bytes;
     assert!(peak >= account.base && peak <= account.base + 30_000);
-    T.flush();
-    assert_eq!(T.stats().peak_bytes, account.base + 30_000);
+    tracking::flush();
+    assert_eq!(tracking::stats().peak_bytes, account.base + 30_000);
     drop(small);
     assert_eq!(account.live(), 0);
 }
@@ -208,9 +208,9 @@ fn peaks_follow_the_high_water_mark() {
 fn the_limit_refuses_exactly_past_it_on_one_thread() {
     let account = Account::take();
     let limit = account.base + 100_000;
-    T.set_limit(Some(limit));
-    assert_eq!(T.limit(), Some(limit));
-    let refused = T.stats().refused_allocations;
+    tracking::set_limit(Some(limit));
+    assert_eq!(tracking::limit(), Some(limit));
+    let refused = tracking::stats().refused_allocations;
     let start = thread_live();
 
     let a = Block::new(60_000, 8).expect("within the limit");
@@ -219,10 +219,10 @@ fn the_limit_refuses_exactly_past_it_on_one_thread() {
     let zeroed = layout(8, 8);
     // SAFETY: non-zero size; null expected, so nothing to free.
     assert!(unsafe { T.alloc_zeroed(zeroed) }.is_null());
-    assert_eq!(T.stats().refused_allocations, refused + 2);
+    assert_eq!(tracking::stats().refused_allocations, refused + 2);
     assert_eq!(thread_live() - start, 100_000, "refusals are not counted");
     assert_eq!(account.live(), 100_000);
-    assert!(T.stats().charged_bytes <= limit);
+    assert!(tracking::stats().charged_bytes <= limit);
 
     // A refused realloc leaves the block as it was, and counted as it was.
     // SAFETY: `b` is live with its layout; on null it is untouched and still owned by `b`.
@@ -231,7 +231,7 @@ fn the_limit_refuses_exactly_past_it_on_one_thread() {
         assert!(T.realloc(b.ptr, b.layout, 40_001).is_null());
         assert_eq!(*b.ptr, 7);
     }
-    assert_eq!(T.stats().refused_allocations, refused + 3);
+    assert_eq!(tracking::stats().refused_allocations, refused + 3);
     assert_eq!(account.live(), 100_000);
 
     // Freeing makes room again, to the byte.
@@ -240,7 +240,7 @@ fn the_limit_refuses_exactly_past_it_on_one_thread() {
     assert!(Block::new(1, 1).is_none());
     drop((a, c));
     assert_eq!(account.live(), 0);
-    T.set_limit(None);
+    tracking::set_limit(None);
     assert!(Block::new(1 << 20, 8).is_some(), "no limit, no refusal");
 }
 
@@ -248,8 +248,8 @@ fn the_limit_refuses_exactly_past_it_on_one_thread() {
 fn a_lowered_limit_refuses_new_allocations() {
     let account = Account::take();
     let held = Block::new(1 << 20, 8).unwrap();
-    T.set_limit(Some(account.base + 1000));
-    T.flush(); // give back this thread's grant, as if it had been a while
+    tracking::set_limit(Some(account.base + 1000));
+    tracking::flush(); // give back this thread's grant, as if it had been a while
     assert!(Block::new(100, 8).is_none(), "above the lowered limit");
     drop(held);
     assert!(Block::new(100, 8).is_some(), "below it again");
@@ -293,7 +293,7 @@ fn a_refused_allocation_never_reaches_the_inner_allocator() {
     let counting = Tracking::new(Counting {
         calls: AtomicUsize::new(0),
     });
-    T.set_limit(Some(account.base + 4096));
+    tracking::set_limit(Some(account.base + 4096));
     let big = layout(8192, 8);
     // SAFETY: non-zero size; null expected.
     assert!(unsafe { counting.alloc(big) }.is_null());
@@ -313,9 +313,9 @@ fn a_refused_allocation_never_reaches_the_inner_allocator() {
 fn inner_allocator_failures_are_not_counted() {
     let account = Account::take();
     let failing = Tracking::new(Failing);
-    T.reset_peak();
+    tracking::reset_peak();
     let start = thread_live();
-    let refused = T.stats().refused_allocations;
+    let refused = tracking::stats().refused_allocations;
     for &size in &[8, 1000, 1 << 20, isize::MAX as usize - 4096] {
         // SAFETY: non-zero sizes; nothing to free.
         unsafe {
@@ -325,9 +325,13 @@ fn inner_allocator_failures_are_not_counted() {
         assert_eq!(thread_live(), start, "a failed {size}-byte allocation");
     }
     assert_eq!(account.live(), 0);
-    assert_eq!(T.stats().peak_bytes, account.base, "failures leave no peak");
     assert_eq!(
-        T.stats().refused_allocations,
+        tracking::stats().peak_bytes,
+        account.base,
+        "failures leave no peak"
+    );
+    assert_eq!(
+        tracking::stats().refused_allocations,
         refused,
         "not refusals either"
     );
@@ -339,7 +343,7 @@ fn blocks_freed_on_another_thread_keep_the_total() {
     let (tx, rx) = mpsc::channel::<Block>();
     let producer = thread::spawn(move || {
         assert_eq!(
-            T.thread_stats().live_bytes,
+            tracking::thread_stats().live_bytes,
             0,
             "a new thread starts at zero"
         );
@@ -349,7 +353,7 @@ fn blocks_freed_on_another_thread_keep_the_total() {
             bytes += size as isize;
             tx.send(Block::new(size, 8).unwrap()).unwrap();
         }
-        assert_eq!(T.thread_stats().live_bytes, bytes);
+        assert_eq!(tracking::thread_stats().live_bytes, bytes);
         bytes
     });
     let consumer = thread::spawn(move || {
@@ -357,7 +361,7 @@ fn blocks_freed_on_another_thread_keep_the_total() {
         for block in rx {
             freed += block.layout.size() as isize;
         }
-        assert_eq!(T.thread_stats().live_bytes, -freed);
+        assert_eq!(tracking::thread_stats().live_bytes, -freed);
         freed
     });
     let allocated = producer.join().unwrap();
@@ -384,8 +388,8 @@ fn exiting_threads_publish_what_they_buffered() {
 fn the_limit_holds_with_threads_racing() {
     let account = Account::take();
     let limit = account.base + racing::ROOM;
-    T.set_limit(Some(limit));
-    T.reset_peak();
+    tracking::set_limit(Some(limit));
+    tracking::reset_peak();
     let (blocks, max_held) = racing::race();
     racing::check_the_limit_held(&account, limit, max_held, &blocks);
     drop(blocks);
@@ -394,7 +398,7 @@ fn the_limit_holds_with_threads_racing() {
 
 /// The threads of `the_limit_holds_with_threads_racing`, and what it checks of their run.
 mod racing {
-    use super::{Account, Block, T};
+    use super::{tracking, Account, Block};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Barrier};
     use std::thread;
@@ -468,7 +472,7 @@ mod racing {
         blocks: &[Vec<Block>],
     ) {
         let total: usize = blocks.iter().flatten().map(|b| b.layout.size()).sum();
-        let stats = T.stats();
+        let stats = tracking::stats();
         assert!(max_held <= ROOM, "the limit was exceeded");
         assert!(
             stats.peak_bytes <= limit,

@@ -7,7 +7,7 @@
 //! them exactly run in a child process of their own (`child_` tests); the others hold `SERIAL`
 //! while they set a limit, so that no other test of this binary runs into it.
 
-use mimalloc::{MiMalloc, Tracking};
+use mimalloc::{tracking, MiMalloc, Tracking};
 use mimalloc_tests::{is_child, run_child};
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
@@ -24,7 +24,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn live() -> isize {
-    GLOBAL.thread_stats().live_bytes
+    tracking::thread_stats().live_bytes
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn collections_are_counted_and_come_from_mimalloc() {
     // the other threads' unpublished net change, at most 64 KiB each, and this binary runs far
     // fewer than 8 threads: the block shows whatever the harness's threads are doing.
     let big = vec![0u8; 1 << 20];
-    let stats = GLOBAL.stats();
+    let stats = tracking::stats();
     assert!(
         stats.live_bytes >= (1 << 20) - 8 * (64 << 10),
         "a published 1 MiB block is in the process figure: {stats:?}"
@@ -73,16 +73,16 @@ fn try_reserve_fails_beyond_the_limit() {
     let _serial = serial();
     // Room for 8 MiB more than is charged now; the other tests of this binary wait on SERIAL
     // or allocate far less than the margin.
-    let limit = GLOBAL.stats().charged_bytes + (8 << 20);
-    GLOBAL.set_limit(Some(limit));
-    let refused = GLOBAL.stats().refused_allocations;
+    let limit = tracking::stats().charged_bytes + (8 << 20);
+    tracking::set_limit(Some(limit));
+    let refused = tracking::stats().refused_allocations;
     let start = live();
     let mut v: Vec<u8> = Vec::new();
     assert!(
         v.try_reserve_exact(16 << 20).is_err(),
         "16 MiB past an 8 MiB room"
     );
-    assert_eq!(GLOBAL.stats().refused_allocations, refused + 1);
+    assert_eq!(tracking::stats().refused_allocations, refused + 1);
     assert_eq!(live(), start, "nothing counted for a refusal");
     assert!(v.try_reserve_exact(4 << 20).is_ok(), "4 MiB fits");
     assert!(
@@ -91,7 +91,7 @@ fn try_reserve_fails_beyond_the_limit() {
     );
     assert_eq!(v.capacity(), 4 << 20, "a failed growth keeps the buffer");
     drop(v);
-    GLOBAL.set_limit(None);
+    tracking::set_limit(None);
     let mut w: Vec<u8> = Vec::new();
     assert!(w.try_reserve_exact(16 << 20).is_ok(), "no limit any more");
 }
@@ -100,7 +100,7 @@ fn try_reserve_fails_beyond_the_limit() {
 fn child_an_infallible_allocation_beyond_the_limit_aborts() {
     const BYTES: usize = 64 << 20;
     if is_child() {
-        GLOBAL.set_limit(Some(GLOBAL.stats().charged_bytes + (1 << 20)));
+        tracking::set_limit(Some(tracking::stats().charged_bytes + (1 << 20)));
         let v: Vec<u8> = Vec::with_capacity(BYTES); // handle_alloc_error: aborts
         println!("not refused: capacity {}", v.capacity());
         return;
@@ -135,8 +135,8 @@ fn child_thread_churn_keeps_the_process_total() {
         return;
     }
     let process = || {
-        GLOBAL.flush();
-        GLOBAL.stats().live_bytes as isize
+        tracking::flush();
+        tracking::stats().live_bytes as isize
     };
     // Whatever std sets up lazily on the first spawn is set up before the baseline.
     thread::spawn(|| Box::new(1u8)).join().unwrap();

@@ -8,9 +8,9 @@
 //! | regorus calls | served by |
 //! |---|---|
 //! | `assign_global!()` | `Tracking<MiMalloc>` as the global allocator with the feature, else `mimalloc::assign_global!()` |
-//! | `allocation_stats_snapshot()` and the other statistics | `Tracking::publish`, `Tracking::stats`, `Tracking::thread_stats` |
+//! | `allocation_stats_snapshot()` and the other statistics | `mimalloc::tracking::publish`, `stats`, `thread_stats` |
 //! | `limits::with_memory_budget_usage_scope` and the other scopes | `mimalloc::budget` |
-//! | `limits::set_thread_flush_threshold` | `Tracking::set_window` |
+//! | `limits::set_thread_flush_threshold` | `mimalloc::tracking::set_window` |
 //!
 //! (Everything but `assign_global!` exists with the `allocator-memory-limits` feature only.)
 //!

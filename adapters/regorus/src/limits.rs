@@ -1,13 +1,10 @@
-//! regorus' names for [`Tracking`]'s figures and [`mimalloc::budget`]'s scopes.
+//! regorus' names for [`mimalloc::tracking`]'s figures and [`mimalloc::budget`]'s scopes.
 //!
-//! Every function reads or sets process-wide or per-thread state: the books of all `Tracking`
-//! handles are one, so a handle of this crate's own sees what the global allocator counts.
+//! Every function reads or sets process-wide or per-thread state: the books `Tracking` keeps
+//! are the process's, whichever `Tracking` is the global allocator.
 
 use mimalloc::budget::{self, Usage};
-use mimalloc::{MiMalloc, Tracking};
-
-/// A handle on the process's books (any `Tracking` handle is one).
-const BOOKS: Tracking<MiMalloc> = Tracking::new(MiMalloc);
+use mimalloc::tracking;
 
 /// The process-wide figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,9 +40,9 @@ pub struct ThreadAllocationStats {
 /// }
 /// ```
 pub fn allocation_stats_snapshot() -> (GlobalAllocationStats, ThreadAllocationStats) {
-    BOOKS.publish();
-    let process = BOOKS.stats();
-    let thread = BOOKS.thread_stats();
+    tracking::publish();
+    let process = tracking::stats();
+    let thread = tracking::thread_stats();
     (
         GlobalAllocationStats {
             allocated: process.live_bytes as u64,
@@ -101,7 +98,7 @@ pub fn current_thread_allocation_stats() -> ThreadAllocationStats {
 /// }
 /// ```
 pub fn current_thread_live_bytes() -> i64 {
-    BOOKS.thread_stats().live_bytes as i64
+    tracking::thread_stats().live_bytes as i64
 }
 
 /// Publishes the calling thread's buffered change.
@@ -115,10 +112,10 @@ pub fn current_thread_live_bytes() -> i64 {
 /// }
 /// ```
 pub fn flush_thread_counters() {
-    BOOKS.flush();
+    tracking::flush();
 }
 
-/// Whether the calling thread published since the last call ([`Tracking::take_published`]).
+/// Whether the calling thread published since the last call ([`tracking::take_published`]).
 ///
 /// ```
 /// mimalloc_regorus::assign_global!();
@@ -132,7 +129,7 @@ pub fn flush_thread_counters() {
 /// }
 /// ```
 pub fn take_thread_flushed_since_check_flag() -> bool {
-    BOOKS.take_published()
+    tracking::take_published()
 }
 
 /// The calling thread's unpublished net change, within the window either way.
@@ -151,7 +148,7 @@ pub fn take_thread_flushed_since_check_flag() -> bool {
 /// }
 /// ```
 pub fn thread_allocation_pending_delta() -> i64 {
-    BOOKS.thread_stats().unpublished_bytes as i64
+    tracking::thread_stats().unpublished_bytes as i64
 }
 
 /// Sets the window past which a thread publishes (process-wide, as regorus' own crate does):
@@ -172,7 +169,7 @@ pub fn thread_allocation_pending_delta() -> i64 {
 /// }
 /// ```
 pub fn set_thread_flush_threshold(bytes: Option<u64>) {
-    BOOKS.set_window(bytes.map(|bytes| match bytes {
+    tracking::set_window(bytes.map(|bytes| match bytes {
         0 => usize::MAX,
         bytes => usize::try_from(bytes).unwrap_or(usize::MAX),
     }));
@@ -184,8 +181,8 @@ pub fn set_thread_flush_threshold(bytes: Option<u64>) {
 /// assert!(mimalloc_regorus::limits::thread_flush_threshold().is_some());
 /// ```
 pub fn thread_flush_threshold() -> Option<u64> {
-    match BOOKS.window() {
-        Tracking::<MiMalloc>::WIDEST_WINDOW => None,
+    match tracking::window() {
+        tracking::WIDEST_WINDOW => None,
         window => Some(window as u64),
     }
 }

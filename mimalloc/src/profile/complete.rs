@@ -14,7 +14,6 @@
 
 use super::images::Images;
 use super::wire::{self, Malformed, Value};
-use super::Format;
 use std::format;
 use std::string::String;
 use std::vec::Vec;
@@ -26,21 +25,9 @@ const MAPPING_MEMORY_START: u64 = 2;
 const MAPPING_FILE_OFFSET: u64 = 4;
 const MAPPING_BUILD_ID: u64 = 6;
 
-/// The snapshot `bytes` of `format`, completed against the images loaded now.
-pub(super) fn snapshot(
-    bytes: &[u8],
-    format: Format,
-    images: &Images,
-) -> Result<Vec<u8>, Malformed> {
-    match format {
-        Format::Pprof => protobuf(bytes, images),
-        Format::Text => Ok(text(bytes, images)),
-    }
-}
-
 /// A pprof `Profile` whose mappings have file offsets and build ids. New strings (the build
 /// ids) go at the end of the string table, whose existing indices stay as they are.
-fn protobuf(profile: &[u8], images: &Images) -> Result<Vec<u8>, Malformed> {
+pub(super) fn protobuf(profile: &[u8], images: &Images) -> Result<Vec<u8>, Malformed> {
     let mut strings = Strings {
         existing: 0,
         added: Vec::new(),
@@ -133,7 +120,7 @@ fn hex(bytes: &[u8]) -> String {
 /// `MAPPED_LIBRARIES:` trailer is the header and the stacks (digits, punctuation, `0x`
 /// addresses and the header's words, already lower case); the trailer is a copy of
 /// `/proc/self/maps` on Linux.
-fn text(profile: &[u8], images: &Images) -> Vec<u8> {
+pub(super) fn text(profile: &[u8], images: &Images) -> Vec<u8> {
     const TRAILER: &[u8] = b"\nMAPPED_LIBRARIES:";
     let split = profile
         .windows(TRAILER.len())

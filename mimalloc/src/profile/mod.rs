@@ -306,11 +306,15 @@ impl Profiler {
     fn complete(&self, path: &Path) -> Result<(), ProfileError> {
         let io_error = |e| ProfileError::Io(path.to_owned(), e);
         let written = std::fs::read(path).map_err(io_error)?;
-        let completed = complete::snapshot(&written, self.format, &images::Images::loaded())
-            .map_err(|e| {
-                let why = format!("mimalloc's snapshot is not a well-formed profile: {e}");
-                io_error(io::Error::new(io::ErrorKind::InvalidData, why))
-            })?;
+        let images = images::Images::loaded();
+        let completed = match self.format {
+            Format::Pprof => complete::protobuf(&written, &images),
+            Format::Text => Ok(complete::text(&written, &images)),
+        }
+        .map_err(|e| {
+            let why = format!("mimalloc's snapshot is not a well-formed profile: {e}");
+            io_error(io::Error::new(io::ErrorKind::InvalidData, why))
+        })?;
         std::fs::write(path, completed).map_err(io_error)
     }
 

@@ -1,4 +1,4 @@
-//! The per-thread buffer on Windows targets whose std has no native thread-local storage
+//! The thread's [`Local`] on Windows targets whose std has no native thread-local storage
 //! (`*-windows-gnu`). There, `thread_local!` keeps values behind an OS key and boxes each value
 //! on a thread's first access, which is an allocation through the global allocator from inside
 //! the global allocator: it recurses, and with Rust 1.63 it hangs in the key's lazy
@@ -8,14 +8,14 @@
 //! - a TLS index holds a pointer to the thread's [`Local`], allocated with `HeapAlloc` on the
 //!   thread's first call;
 //! - an FLS index with a callback holds the same pointer: Windows calls the callback when the
-//!   thread (or fiber) exits, which flushes the buffer, frees it and leaves a marker in the TLS
+//!   thread (or fiber) exits, which flushes the state, frees it and leaves a marker in the TLS
 //!   slot, so that later calls of the exiting thread (other thread-local destructors) are
 //!   settled one by one.
 //!
 //! `TlsGetValue` clears the thread's last-error code; the allocator must not (code that reads
 //! `GetLastError` after freeing a buffer would see it vanish), so the hot path restores it.
 
-use super::account::{self, Local};
+use super::local::Local;
 use core::ffi::c_void;
 use core::ptr;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -58,7 +58,7 @@ fn get(tls_index: u32) -> *mut c_void {
     }
 }
 
-/// Runs `f` on the calling thread's buffer.
+/// Runs `f` on the calling thread's state: for the hot path, and for reads that never settle.
 #[inline(always)]
 pub(super) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     let index = TLS_INDEX.load(Ordering::Acquire);
@@ -73,7 +73,7 @@ pub(super) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     with_new_local(f)
 }
 
-/// The calling thread has no buffer yet (or no longer): make one, or settle every call.
+/// The calling thread has no state yet (or no longer): make one, or settle every call.
 #[cold]
 #[inline(never)]
 fn with_new_local<R>(f: impl FnOnce(&Local) -> R) -> R {
@@ -97,7 +97,16 @@ fn with_new_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     }
     // No index, no memory, or the thread is past its exit flush: a throw-away state that
     // settles every call and registers nothing.
-    f(&Local::exited())
+    f(&Local::unbuffered())
+}
+
+/// Runs `f` on the calling thread's state once its exit flush is registered: every call that
+/// may settle comes through here.
+pub(super) fn with_registered<R>(f: impl FnOnce(&Local) -> R) -> R {
+    with_local(|local| {
+        local.register_exit_flush(|| register_exit_flush(local));
+        f(local)
+    })
 }
 
 /// The TLS index plus one, allocating both indexes on first use; [`FAILED`] if Windows has
@@ -125,13 +134,13 @@ fn tls_index() -> u32 {
 }
 
 /// Arranges for [`on_exit`] to run when the calling thread exits; `false` if it cannot.
-pub(super) fn register_exit_flush(local: &Local) -> bool {
+fn register_exit_flush(local: &Local) -> bool {
     let fls = FLS_INDEX.load(Ordering::Acquire);
     if fls == UNSET || fls == FAILED {
         return false;
     }
-    // SAFETY: a valid index; the value is the thread's `Local` (a throw-away one is never in
-    // state `FRESH`, so it never gets here).
+    // SAFETY: a valid index; the value is the thread's `Local` (a throw-away one is
+    // `Local::unbuffered`, which registers nothing, so it never gets here).
     unsafe { FlsSetValue(fls - 1, local as *const Local as *mut c_void) != 0 }
 }
 
@@ -139,8 +148,8 @@ pub(super) fn register_exit_flush(local: &Local) -> bool {
 ///
 /// Windows runs it on the exiting thread. Only if the calling thread's TLS slot holds `value`
 /// is the `Local` this thread's, and only then is it touched: flushed, replaced by `EXITED`
-/// and freed. (A fiber deleted from another thread than the one whose buffer it registered
-/// leaves that buffer alone; the thread keeps using it.)
+/// and freed. (A fiber deleted from another thread than the one whose state it registered
+/// leaves that state alone; the thread keeps using it.)
 unsafe extern "system" fn on_exit(value: *mut c_void) {
     let index = TLS_INDEX.load(Ordering::Acquire);
     if value.is_null() || index == UNSET || index == FAILED || get(index) != value {
@@ -150,7 +159,7 @@ unsafe extern "system" fn on_exit(value: *mut c_void) {
     // `with_new_local` allocated for this thread, used by no other thread; after the slot is
     // set to `EXITED` nothing reaches the block, and it is freed.
     unsafe {
-        account::exit(&*value.cast::<Local>());
+        (*value.cast::<Local>()).exit();
         TlsSetValue(index - 1, EXITED);
         HeapFree(GetProcessHeap(), 0, value);
     }

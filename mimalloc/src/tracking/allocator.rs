@@ -1,0 +1,298 @@
+//! `Tracking<A>`: the `GlobalAlloc` that keeps the books around `A`. The hot path is one
+//! compare on the thread's window (`Local::try_take`, `Local::try_give`) around the call into
+//! `A`; everything else is a cold function that hands the call to the thread's
+//! [`Local`](super::local::Local).
+
+use super::thread;
+use crate::MiMalloc;
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr;
+
+/// A `GlobalAlloc` that counts the bytes allocated through it, process-wide and per thread,
+/// and can refuse allocations beyond a process-wide limit.
+///
+/// `Tracking<A>` forwards every call to the allocator `A` (by default [`MiMalloc`]) and keeps
+/// the books on the side; the books are read and set with the functions of
+/// [`mimalloc::tracking`](crate::tracking), which also says what is counted, how exact the
+/// figures are and how the limit works. It is opt-in (the `tracking` cargo feature) and a
+/// separate type: [`MiMalloc`] and [`assign_global!`](crate::assign_global) do not pay for it.
+///
+/// ```
+/// use mimalloc::{tracking, MiMalloc, Tracking};
+///
+/// #[global_allocator]
+/// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
+///
+/// fn main() {
+///     tracking::set_limit(Some(1 << 30)); // refuse allocations past 1 GiB
+///     let v = vec![0u8; 1 << 20];
+///     assert!(tracking::thread_stats().live_bytes >= 1 << 20);
+///     tracking::flush();
+///     let stats = tracking::stats();
+///     assert!(stats.live_bytes >= 1 << 20 && stats.peak_bytes >= stats.live_bytes);
+///     drop(v);
+/// }
+/// ```
+///
+/// The books are the process's, not the value's: every `Tracking` in a program (whatever its
+/// `A`) adds to the same figures and is checked against the same limit. The one installed as
+/// `#[global_allocator]` sees everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tracking<A = MiMalloc> {
+    inner: A,
+}
+
+impl<A> Tracking<A> {
+    /// Wraps `inner`; usable in a `static`.
+    ///
+    /// ```
+    /// use mimalloc::{MiMalloc, Tracking};
+    /// static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
+    /// ```
+    pub const fn new(inner: A) -> Self {
+        Tracking { inner }
+    }
+
+    /// The wrapped allocator.
+    ///
+    /// ```
+    /// let tracking = mimalloc::Tracking::new(std::alloc::System);
+    /// let _: &std::alloc::System = tracking.inner();
+    /// ```
+    pub const fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+/// The hot path of an allocation. The closure given to the thread-local is kept this small on
+/// purpose, so that `LocalKey::with` is inlined and the access compiles to a plain
+/// thread-local address.
+#[inline(always)]
+fn try_take(size: usize) -> bool {
+    thread::with_local(|local| local.try_take(size))
+}
+
+/// The hot path of a free: gives `size` bytes back to the window, or settles.
+#[inline(always)]
+fn give(size: usize) {
+    if !thread::with_local(|local| local.try_give(size)) {
+        give_slow(size);
+    }
+}
+
+/// A free past the window (or on a thread with a budget scope selected), and the bytes of an
+/// allocation the inner allocator failed.
+#[cold]
+#[inline(never)]
+fn give_slow(size: usize) {
+    if !thread::with_local(|local| local.give_scoped(size)) {
+        settle_free(size);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn settle_free(size: usize) {
+    thread::with_registered(|local| local.settle_free(size));
+}
+
+/// The slow path of a thread whose budget scope keeps its window aside: takes `bytes` from
+/// that window as the hot path would (charging the scope), and runs `allocate`. `None` if they
+/// do not fit, and on a thread without a scope: then [`settled`].
+#[inline(always)]
+fn from_scope_window(bytes: usize, allocate: impl FnOnce() -> *mut u8) -> Option<*mut u8> {
+    if !thread::with_local(|local| local.take_scoped(bytes)) {
+        return None;
+    }
+    let p = allocate();
+    if p.is_null() {
+        untake_scoped(bytes);
+    }
+    Some(p)
+}
+
+/// The slow path of every other call: reserves `bytes` by settling (null if the limit refuses,
+/// without running `allocate`), runs `allocate` and books what it did.
+#[inline(always)]
+fn settled(bytes: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+    if !reserve(bytes) {
+        return ptr::null_mut();
+    }
+    let p = allocate();
+    reserved(bytes, !p.is_null());
+    p
+}
+
+#[cold]
+#[inline(never)]
+fn untake_scoped(bytes: usize) {
+    thread::with_registered(|local| local.untake_scoped(bytes));
+}
+
+#[cold]
+#[inline(never)]
+fn reserve(bytes: usize) -> bool {
+    thread::with_registered(|local| local.reserve(bytes))
+}
+
+#[cold]
+#[inline(never)]
+fn reserved(bytes: usize, succeeded: bool) {
+    thread::with_registered(|local| local.reserved(bytes, succeeded));
+}
+
+impl<A: GlobalAlloc> Tracking<A> {
+    /// `alloc` or `alloc_zeroed` past the window (or on a thread with a budget scope
+    /// selected). Its own function, taking no closure: a closure's captures would be written
+    /// to the stack on the hot path, before the branch that decides to come here.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[cold]
+    #[inline(never)]
+    unsafe fn alloc_slow(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        // SAFETY: the caller's contract, forwarded.
+        match from_scope_window(layout.size(), || unsafe {
+            self.inner_alloc(layout, zeroed)
+        }) {
+            Some(p) => p,
+            // SAFETY: as above.
+            None => unsafe { self.alloc_settled(layout, zeroed) },
+        }
+    }
+
+    /// [`alloc_slow`](Self::alloc_slow) when it settles. Not inlined there, so that the scoped
+    /// path keeps the one inlined call of the inner allocator.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[inline(never)]
+    unsafe fn alloc_settled(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        // SAFETY: the caller's contract, forwarded.
+        settled(layout.size(), || unsafe {
+            self.inner_alloc(layout, zeroed)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[inline(always)]
+    unsafe fn inner_alloc(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe {
+            if zeroed {
+                self.inner.alloc_zeroed(layout)
+            } else {
+                self.inner.alloc(layout)
+            }
+        }
+    }
+
+    /// `realloc` growing past the window (or on a thread with a budget scope selected, which
+    /// is charged the growth). A refusal leaves the block as it was, as a failed `realloc` must.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::realloc`, and `new_size > layout.size()`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn realloc_slow(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let growth = new_size - layout.size();
+        // SAFETY: the caller's contract, forwarded.
+        match from_scope_window(growth, || unsafe {
+            self.inner.realloc(ptr, layout, new_size)
+        }) {
+            Some(p) => p,
+            // SAFETY: as above.
+            None => unsafe { self.realloc_settled(ptr, layout, new_size) },
+        }
+    }
+
+    /// [`realloc_slow`](Self::realloc_slow) when it settles.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::realloc`, and `new_size > layout.size()`.
+    #[inline(never)]
+    unsafe fn realloc_settled(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, forwarded.
+        settled(new_size - layout.size(), || unsafe {
+            self.inner.realloc(ptr, layout, new_size)
+        })
+    }
+}
+
+// SAFETY: every method forwards to `A` with the caller's arguments unchanged, so the blocks
+// are `A`'s, with `A`'s guarantees; the bookkeeping never touches the blocks, and a refused
+// allocation returns null, which `GlobalAlloc` allows. Nothing here unwinds (no panics: the
+// thread-local is a const-initialized native one, or the Win32 TLS API).
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracking<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let size = layout.size();
+        if try_take(size) {
+            // SAFETY: the caller's contract for `alloc`, forwarded.
+            let p = unsafe { self.inner.alloc(layout) };
+            if p.is_null() {
+                give_slow(size);
+            }
+            p
+        } else {
+            // SAFETY: as above.
+            unsafe { self.alloc_slow(layout, false) }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let size = layout.size();
+        if try_take(size) {
+            // SAFETY: the caller's contract for `alloc_zeroed`, forwarded.
+            let p = unsafe { self.inner.alloc_zeroed(layout) };
+            if p.is_null() {
+                give_slow(size);
+            }
+            p
+        } else {
+            // SAFETY: as above.
+            unsafe { self.alloc_slow(layout, true) }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc`, forwarded: `ptr` came from this
+        // allocator, that is from `A`, with `layout`.
+        unsafe { self.inner.dealloc(ptr, layout) };
+        give(layout.size());
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old_size = layout.size();
+        if new_size > old_size {
+            let growth = new_size - old_size;
+            if try_take(growth) {
+                // SAFETY: the caller's contract for `realloc`, forwarded.
+                let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+                if p.is_null() {
+                    give_slow(growth);
+                }
+                p
+            } else {
+                // SAFETY: as above, and `new_size > old_size`.
+                unsafe { self.realloc_slow(ptr, layout, new_size) }
+            }
+        } else {
+            // SAFETY: as above.
+            let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+            if !p.is_null() {
+                give(old_size - new_size);
+            }
+            p
+        }
+    }
+}
