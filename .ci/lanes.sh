@@ -9,7 +9,9 @@ lane_fmt() { # every workspace, and every tracked Rust file reached by cargo fmt
   scripts/check-fmt.sh
 }
 
-lane_clippy() { # every target, default and v2
+lane_clippy() { # every target, default and v2; no import circle among the library crates' modules
+  python3 scripts/check-module-graph.py --self-test
+  python3 scripts/check-module-graph.py mimalloc/src mimalloc-sys/src prof/src
   cargo clippy --workspace --all-targets --quiet -- -D warnings
   # mimalloc-prof's tests use the `profile` feature, which is a compile error with v2 (no
   # profiler in mimalloc 2): by design, so it is left out of the v2 pass.

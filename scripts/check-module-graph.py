@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """The modules of a crate import one another without a circle.
 
-    python3 scripts/check-module-graph.py [SRC_DIR]      (default: mimalloc/src)
+    python3 scripts/check-module-graph.py [SRC_DIR ...]  (default: mimalloc/src)
+    python3 scripts/check-module-graph.py --self-test   (it finds the circles it should)
 
 Builds the graph "module A names module B" from every `use` and every `crate::`/`super::`/
 `self::` path in code (comments and doc comments are not imports), with the crate root's
 re-exports (`pub use crate::x::Name` in lib.rs) resolved to the module that defines the name,
 and the root itself left out: it is the crate's facade and declares every module. A parent
 that names its child and a child that names its parent (`super::Item` for an item defined
-in the parent's own file) make a circle too. Prints the graph, then every circle; exits 1 if
-there is one.
+in the parent's own file) make a circle too. Prints every circle and the graph it is in, and
+exits 1, if there is one.
 """
 
 import re
@@ -42,16 +43,17 @@ def module_files(src):
         for m in re.finditer(MOD_DECLARATION, strip_comments(raw)):
             name = m.group(1)
             if f"{path}::{name}" not in modules:
-                target, subdir = child_file(raw, directory, name)
+                target, subdir = child_file(raw, file, directory, name)
                 visit(f"{path}::{name}", target, subdir)
 
-    def child_file(raw, directory, name):
+    def child_file(raw, file, directory, name):
         attribute = re.search(
             r'#\[path\s*=\s*"([^"]+)"\]\s*' + MOD_DECLARATION.replace("(\\w+)", name), raw
         )
         if attribute:
-            target = directory / attribute.group(1)
-            return target, target.parent
+            # Relative to the declaring file's own directory.
+            target = (file.parent / attribute.group(1)).resolve()
+            return target, target.parent if target.name == "mod.rs" else target.with_suffix("")
         if (directory / f"{name}.rs").exists():
             return directory / f"{name}.rs", directory / name
         return directory / name / "mod.rs", directory / name
@@ -196,18 +198,74 @@ def circles(edges):
     return found
 
 
-def main():
-    src = Path(sys.argv[1] if len(sys.argv) > 1 else "mimalloc/src")
+def check(src, quiet=False):
+    """The circles among the modules of the crate whose sources are in `src`."""
     modules = module_files(src)
     edges = graph(modules)
-    for node in sorted(edges):
-        print(f"{node} -> {', '.join(sorted(edges[node])) or '(nothing)'}")
-    found = circles(edges)
-    for circle in found:
-        print("circle: " + " -> ".join(circle), file=sys.stderr)
-    if found:
-        sys.exit(1)
-    print(f"{len(modules) - 1} modules of {src}, no circle")
+    if not quiet:
+        for node in sorted(edges):
+            print(f"{node} -> {', '.join(sorted(edges[node])) or '(nothing)'}")
+    return len(modules) - 1, circles(edges)
+
+
+SELF_TEST_CRATES = {
+    "siblings": (
+        {"lib.rs": "mod a;\nmod b;\n", "a.rs": "use crate::b::B;\npub struct A;\n",
+         "b.rs": "pub struct B;\nfn f() -> super::a::A { todo!() }\n"},
+        ["crate::a -> crate::b -> crate::a"],
+    ),
+    "parent and child": (
+        {"lib.rs": "mod p;\n", "p/mod.rs": "mod c;\npub struct P;\nfn f() { c::g() }\n",
+         "p/c.rs": "use super::P;\npub fn g() {}\n"},
+        ["crate::p -> crate::p::c -> crate::p"],
+    ),
+    "through the root's re-export": (
+        {"lib.rs": "mod a;\nmod b;\npub use crate::a::A;\n",
+         "a.rs": "use crate::b;\npub struct A;\nfn f() { b::g() }\n",
+         "b.rs": "use crate::A;\npub fn g() {}\n"},
+        ["crate::a -> crate::b -> crate::a"],
+    ),
+    "none: a test module, a doc link, a string, a path file": (
+        {"lib.rs": "mod a;\nmod b;\n",
+         "a.rs": "/// [`crate::b::B`]\npub struct A;\nconst S: &str = \"crate::b::B\";\n"
+                 "#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+         "b.rs": "use crate::a::A;\n#[path = \"b_impl.rs\"]\nmod imp;\npub struct B;\n",
+         "b_impl.rs": "use super::B;\n"},
+        [],
+    ),
+}
+
+
+def self_test():
+    import tempfile
+    failures = 0
+    for name, (files, expected) in SELF_TEST_CRATES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            for path, text in files.items():
+                (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / path).write_text(text)
+            _, found = check(Path(tmp), quiet=True)
+        got = [" -> ".join(c) for c in found]
+        ok = got == expected
+        failures += not ok
+        print(f"{'ok' if ok else 'FAILED'}: {name}: {got or 'no circle'}")
+    sys.exit(1 if failures else 0)
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    failed = False
+    for src in map(Path, sys.argv[1:] or ["mimalloc/src"]):
+        count, found = check(src, quiet=True)
+        if found:
+            check(src)
+        for circle in found:
+            print("circle: " + " -> ".join(circle), file=sys.stderr)
+        failed |= bool(found)
+        if not found:
+            print(f"{count} modules of {src}, no circle")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
