@@ -34,8 +34,8 @@ enum State {
     Unbuffered,
 }
 
-/// One thread's state. All zeros but `state` is the initial one. No `Drop`: std can then keep
-/// it in native thread-local storage without allocating or registering anything.
+/// One thread's state; [`Local::new`] is its start. No `Drop`: std can then keep it in native
+/// thread-local storage without allocating or registering anything.
 #[derive(Debug)]
 pub(super) struct Local {
     /// What the hot path reads: the thread's own window, or a closed one while a scope is
