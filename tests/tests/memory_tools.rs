@@ -4,7 +4,9 @@
 //! In builds without the tool each test says it was skipped, and why.
 
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, run_child_with_timeout, skip, ChildRun};
+use mimalloc_tests::{
+    assert_child_ran_the_test, child_harness_args, is_child, run_child_with_timeout, skip, ChildRun,
+};
 use std::alloc::{GlobalAlloc, Layout};
 use std::time::Duration;
 
@@ -99,15 +101,22 @@ fn child_asan_reports_a_heap_overflow() {
 }
 
 /// Runs this test binary's `test` under Valgrind as a child; `None` if there is no Valgrind.
+/// Panics if the child did not run that one test.
 fn under_valgrind(test: &str) -> Option<std::process::Output> {
     let exe = std::env::current_exe().unwrap();
-    std::process::Command::new("valgrind")
+    let out = std::process::Command::new("valgrind")
         .args(["--error-exitcode=99", "--"])
         .arg(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args(child_harness_args(test))
         .env("MIMALLOC_TESTS_CHILD", "1")
         .output()
-        .ok()
+        .ok()?;
+    assert_child_ran_the_test(
+        test,
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    Some(out)
 }
 
 #[test]
