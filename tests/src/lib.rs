@@ -202,18 +202,6 @@ pub fn memory_tool() -> Option<&'static str> {
     }
 }
 
-/// Why requests for absurd amounts of address space (alignments of 2^31 and up) must not be
-/// made here, if they must not: Wine and qemu-user reserve or emulate such ranges for real, and
-/// so do the sanitizer runtimes and Valgrind, which then run for minutes or get killed.
-pub fn no_huge_reservations() -> Option<String> {
-    if let Some(tool) = memory_tool() {
-        return Some(format!(
-            "{tool} does not model huge address-space reservations"
-        ));
-    }
-    os_emulator().map(|e| format!("{e} does not model huge address-space reservations"))
-}
-
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
 /// past the test harness's output capture, so that it is always visible in the log (the
 /// cross-test script collects these lines). Never used to hide a failure.

@@ -1,7 +1,8 @@
 //! The memory tools see mimalloc's blocks: a deliberate use-after-free and an overflow, each in
 //! a child process, are reported by AddressSanitizer (`asan` feature) and by Valgrind
 //! (`valgrind` feature), and an overflow past a guarded block faults at once (`guarded`).
-//! In builds without the tool each test says it was skipped, and why.
+//! In builds without the tool each test is ignored, with the reason libtest prints (the child
+//! runs only in the builds where the test is not ignored).
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::{
@@ -69,12 +70,13 @@ fn asan_child(test: &str) -> ChildRun {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "asan"),
+    ignore = "not an `asan` build: no AddressSanitizer to report the use after free"
+)]
 fn child_asan_reports_a_use_after_free() {
     if is_child() {
         return use_after_free();
-    }
-    if !cfg!(feature = "asan") {
-        return skip("child_asan_reports_a_use_after_free", "not an `asan` build");
     }
     let run = asan_child("child_asan_reports_a_use_after_free");
     assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
@@ -85,12 +87,13 @@ fn child_asan_reports_a_use_after_free() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "asan"),
+    ignore = "not an `asan` build: no AddressSanitizer to report the overflow"
+)]
 fn child_asan_reports_a_heap_overflow() {
     if is_child() {
         return overflow();
-    }
-    if !cfg!(feature = "asan") {
-        return skip("child_asan_reports_a_heap_overflow", "not an `asan` build");
     }
     let run = asan_child("child_asan_reports_a_heap_overflow");
     assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
@@ -120,14 +123,15 @@ fn under_valgrind(test: &str) -> Option<std::process::Output> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "valgrind"),
+    ignore = "not a `valgrind` build: mimalloc does not tell Valgrind about its blocks"
+)]
 fn child_valgrind_reports_a_use_after_free() {
     if is_child() {
         return use_after_free();
     }
     let test = "child_valgrind_reports_a_use_after_free";
-    if !cfg!(feature = "valgrind") {
-        return skip(test, "not a `valgrind` build");
-    }
     let out = match under_valgrind(test) {
         Some(out) => out,
         None => return skip(test, "no `valgrind` on this machine"),
@@ -142,6 +146,10 @@ fn child_valgrind_reports_a_use_after_free() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "guarded"),
+    ignore = "not a `guarded` build: no block has a guard page"
+)]
 fn child_guarded_block_overflow_faults_at_once() {
     let test = "child_guarded_block_overflow_faults_at_once";
     if is_child() {
@@ -157,9 +165,6 @@ fn child_guarded_block_overflow_faults_at_once() {
             println!("SURVIVED");
         }
         return;
-    }
-    if !cfg!(feature = "guarded") {
-        return skip(test, "not a `guarded` build");
     }
     // Every block guarded, and placed exactly before its guard page (not rounded down to
     // mimalloc's 16-byte alignment, which would leave the first bytes past it writable).
@@ -189,6 +194,10 @@ fn child_guarded_block_overflow_faults_at_once() {
 /// object. `MiMalloc` resized by copy in guarded builds until then; now both go through
 /// mimalloc's realloc, every block guarded, and keep the contents.
 #[test]
+#[cfg_attr(
+    not(feature = "guarded"),
+    ignore = "not a `guarded` build: no block has a guard page"
+)]
 fn child_guarded_realloc_keeps_the_contents() {
     let test = "child_guarded_realloc_keeps_the_contents";
     if is_child() {
@@ -215,9 +224,6 @@ fn child_guarded_realloc_keeps_the_contents() {
             println!("RAW OK");
         }
         return;
-    }
-    if !cfg!(feature = "guarded") {
-        return skip(test, "not a `guarded` build");
     }
     let run = run_child_with_timeout(
         test,
