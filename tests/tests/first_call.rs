@@ -23,7 +23,9 @@ fn first_call(test: &str, body: fn() -> bool) {
     );
 }
 
-/// mimalloc 2.3.2 crashed here (see `Arena::reserve`).
+/// Raw `mi_reserve_os_memory_ex` as a thread's first mimalloc call crashes mimalloc 2.5.2 (and
+/// 2.3.2) on 64-bit Linux: `Arena::reserve` initialises the thread first (the canary
+/// `child_v2_reserving_an_arena_as_the_first_call_crashes` in upstream_bugs.rs).
 #[test]
 fn child_reserve_an_arena() {
     first_call("child_reserve_an_arena", || {
