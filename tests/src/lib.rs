@@ -204,7 +204,10 @@ pub fn memory_tool() -> Option<&'static str> {
 
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
 /// past the test harness's output capture, so that it is always visible in the log (the
-/// cross-test script collects these lines). Never used to hide a failure.
+/// cross-test script collects these lines). Never used to hide a failure, and only for what is
+/// told at run time (an emulator, a tool missing from the machine, the environment): a test
+/// that cannot run in a build, as a `cfg!` of a feature or target says, is
+/// `#[cfg_attr(CONDITION, ignore = "why")]` instead, which libtest counts as ignored.
 pub fn skip(test: &str, why: &str) {
     use std::io::Write;
     // One write: `writeln!` on the unbuffered stderr makes a system call per formatted piece,
