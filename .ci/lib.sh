@@ -23,7 +23,9 @@ skip_lane() { # the whole lane cannot run here: say why; the set's last line cou
 
 # Runs a `cargo test` command quietly. On success prints one line of totals and, under it, every
 # test that skipped itself at run time (the `SKIPPED name: why` lines the suites write to stderr,
-# which libtest does not capture); on failure the whole log, and the run stops.
+# which libtest does not capture) and every test ignored in this build (`IGNORED name: why`, from
+# libtest's `test name ... ignored, why` lines: a skip known at build time is an `#[ignore]`);
+# on failure the whole log, and the run stops.
 suite() {
   local label=$1 log
   shift
@@ -33,14 +35,22 @@ suite() {
     echo "FAILED: $label" >&2
     exit 1
   fi
-  local skips
+  local skips ignored
   skips=$(grep -E '^SKIPPED ' "$log" | sort -u || true)
+  ignored=$(ignored_tests "$log")
   awk -v label="$label" -v skips="$(grep -c . <<<"$skips" || true)" \
     '/^test result:/ { p += $4; f += $6; i += $8; s += $12 }
     END { printf "%-36s %4d passed, %d failed, %d ignored, %d filtered out, %d skipped at run time\n",
       label, p, f, i, s, skips }' "$log"
   [ -z "$skips" ] || sed 's/^/    /' <<<"$skips"
+  [ -z "$ignored" ] || sed 's/^/    /' <<<"$ignored"
   rm -f "$log"
+}
+
+# The tests a libtest log reports ignored, one `IGNORED name: why` line each (`why` is the
+# attribute's reason; a doc test's `ignore` block has none).
+ignored_tests() {
+  sed -n -E 's/^test (.*) \.\.\. ignored(, (.*))?$/IGNORED \1: \3/p' "$1" | sed 's/: $//' | sort -u
 }
 
 as_root() {

@@ -130,7 +130,7 @@ fi
 export MIMALLOC_TESTS_EMULATOR="$emulator"
 
 total_passed=0 total_failed=0 total_ignored=0 total_skipped=0 broken=0
-broken_names=() retried_names=() runtime_skips=()
+broken_names=() retried_names=() runtime_skips=() ignored_tests=()
 run_binary() { # run one test binary here (natively or under the runner), then count it
   local exe=$1 label=$2 log_file
   log_file=$(mktemp)
@@ -154,7 +154,8 @@ run_binary() { # run one test binary here (natively or under the runner), then c
   rm -f "$log_file"
 }
 
-# Adds what one binary did to the totals: its `test result:` line, its `SKIPPED ` lines and
+# Adds what one binary did to the totals: its `test result:` line, its `SKIPPED ` lines, the
+# tests libtest reports ignored (`test NAME ... ignored, WHY`: skips known at build time) and
 # its exit status (124: timed out; "none": it never finished). A binary that exits non-zero
 # with no failed test (a crash at exit, an FLS teardown fault, a timeout after the last test)
 # is broken even though it printed `test result: ok`.
@@ -176,6 +177,9 @@ count_binary() {
   while read -r line; do
     runtime_skips+=("[$label] ${line#SKIPPED }")
   done < <(grep -E '^SKIPPED ' "$log_file" || true)
+  while read -r line; do
+    ignored_tests+=("[$label] $line")
+  done < <(sed -n -E 's/^test (.*) \.\.\. ignored(, (.*))?$/\1: \3/p' "$log_file" | sed 's/: $//')
   if [ "$status" != 0 ] || [ -z "$result" ]; then
     grep -E '^SKIPPED |^test .* FAILED$|panicked' "$log_file" | sed "s|^|    [$label] |" || true
     echo "    [$label] FAILED: exit status $status$([ "$status" = 124 ] && echo ' (timed out)'); the end of its output:"
@@ -316,4 +320,5 @@ echo "SUMMARY $target ($emulator, $($old_rustc --version | cut -d' ' -f2)): $tot
   "$((SECONDS - start)) s"
 for reason in "${skip_reasons[@]}"; do echo "  skipped by name: $reason"; done
 for skipped in "${runtime_skips[@]}"; do echo "  skipped at run time: $skipped"; done
+for ignored in "${ignored_tests[@]}"; do echo "  ignored: $ignored"; done
 [ "$total_failed" -eq 0 ] && [ "$broken" -eq 0 ]

@@ -202,21 +202,12 @@ pub fn memory_tool() -> Option<&'static str> {
     }
 }
 
-/// Why requests for absurd amounts of address space (alignments of 2^31 and up) must not be
-/// made here, if they must not: Wine and qemu-user reserve or emulate such ranges for real, and
-/// so do the sanitizer runtimes and Valgrind, which then run for minutes or get killed.
-pub fn no_huge_reservations() -> Option<String> {
-    if let Some(tool) = memory_tool() {
-        return Some(format!(
-            "{tool} does not model huge address-space reservations"
-        ));
-    }
-    os_emulator().map(|e| format!("{e} does not model huge address-space reservations"))
-}
-
 /// Prints why a check does not run here; the caller then returns. Written straight to stderr,
 /// past the test harness's output capture, so that it is always visible in the log (the
-/// cross-test script collects these lines). Never used to hide a failure.
+/// cross-test script collects these lines). Never used to hide a failure, and only for what is
+/// told at run time (an emulator, a tool missing from the machine, the environment): a test
+/// that cannot run in a build, as a `cfg!` of a feature or target says, is
+/// `#[cfg_attr(CONDITION, ignore = "why")]` instead, which libtest counts as ignored.
 pub fn skip(test: &str, why: &str) {
     use std::io::Write;
     // One write: `writeln!` on the unbuffered stderr makes a system call per formatted piece,
@@ -226,19 +217,106 @@ pub fn skip(test: &str, why: &str) {
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
-/// Runs this very test binary again as a child process, running only `test` (exact name) with
-/// `MIMALLOC_TESTS_CHILD=1` and the given environment, and returns what it did. The child part
-/// of a test checks `is_child()`; this is how tests of aborts and crashes survive them.
-pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
+/// The harness arguments of a child run: only `test`, by exact name, ignored or not (so that
+/// the child runs whatever test its parent is running, `cargo test -- --ignored` included),
+/// output not captured, on one thread. For tools that start the child themselves (Valgrind in
+/// `tests/memory_tools.rs`), which then check it with [`assert_child_ran_the_test`].
+pub fn child_harness_args(test: &str) -> [&str; 5] {
+    [
+        test,
+        "--exact",
+        "--include-ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]
+}
+
+/// The command that runs this very test binary again, running only `test`, with
+/// `MIMALLOC_TESTS_CHILD=1` and the given environment.
+fn child_command(test: &str, env: &[(&str, &str)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+    cmd.args(child_harness_args(test))
         .env("MIMALLOC_TESTS_CHILD", "1")
         .env("RUST_BACKTRACE", "0");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().expect("the test binary can be run again")
+    cmd
+}
+
+/// Panics unless the child's output shows that libtest ran `test`, and only it: a child that
+/// ran no test (the name passed is not the test's name any more, or the test is ignored in this
+/// build) would otherwise look like one that did what was asked of it, and so would one that
+/// ran several.
+///
+/// libtest prints `running 1 test` on stdout before it starts the test (Rust 1.63 as today), so
+/// the check also holds for a child that crashes or aborts on purpose, which never prints the
+/// `test result:` line; where that line is there, it must count the one test as run.
+#[track_caller]
+pub fn assert_child_ran_the_test(test: &str, stdout: &str, stderr: &str) {
+    let context = || format!("\n--- the child's stdout\n{stdout}\n--- its stderr\n{stderr}");
+    let count = stdout.lines().find_map(|line| {
+        let rest = line.trim_end().strip_prefix("running ")?;
+        let (n, noun) = rest.split_once(' ')?;
+        if noun == "test" || noun == "tests" {
+            n.parse::<usize>().ok()
+        } else {
+            None
+        }
+    });
+    match count {
+        Some(1) => {}
+        Some(0) => panic!(
+            "the child ran 0 tests: is the test still named `{test}`? (the child runs the test \
+             binary with `{test} --exact`){}",
+            context()
+        ),
+        Some(n) => panic!(
+            "the child ran {n} tests, where it should have run `{test}` alone{}",
+            context()
+        ),
+        None => panic!(
+            "the child never reached the test harness (no `running N tests` line) when asked to \
+             run `{test}`{}",
+            context()
+        ),
+    }
+    let ignored_line = format!("test {test} ... ignored");
+    let result = stdout
+        .lines()
+        .find(|line| line.starts_with("test result: "));
+    let ignored_by_result = result.map_or(false, |line| line.contains(" 1 ignored"));
+    if stdout.lines().any(|line| line.starts_with(&ignored_line)) || ignored_by_result {
+        panic!(
+            "the child did not run `{test}`: libtest ignored it, so its child part never ran{}",
+            context()
+        );
+    }
+    if let Some(line) = result {
+        assert!(
+            line.contains(" 1 passed;") || line.contains(" 1 failed;"),
+            "the child's harness counted no run of `{test}`: {line}{}",
+            context()
+        );
+    }
+}
+
+/// Runs this very test binary again as a child process, running only `test` (exact name) with
+/// `MIMALLOC_TESTS_CHILD=1` and the given environment, and returns what it did. The child part
+/// of a test checks `is_child()`; this is how tests of aborts and crashes survive them. Panics
+/// if the child did not run exactly that one test ([`assert_child_ran_the_test`]).
+#[track_caller]
+pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
+    let out = child_command(test, env)
+        .output()
+        .expect("the test binary can be run again");
+    assert_child_ran_the_test(
+        test,
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    out
 }
 
 /// What a child process did: its exit status (`None`: it was still running at the deadline and
@@ -265,7 +343,9 @@ impl ChildRun {
 }
 
 /// As [`run_child`], but a child still running after `timeout` is killed: for misuse whose
-/// outcome may be an endless loop (a free list that became a cycle).
+/// outcome may be an endless loop (a free list that became a cycle). A child killed at the
+/// deadline must also have started the test.
+#[track_caller]
 pub fn run_child_with_timeout(
     test: &str,
     env: &[(&str, &str)],
@@ -273,28 +353,22 @@ pub fn run_child_with_timeout(
 ) -> ChildRun {
     use std::io::Read;
     use std::process::Stdio;
-    let exe = std::env::current_exe().expect("the test binary knows its path");
-    let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("MIMALLOC_TESTS_CHILD", "1")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = child_command(test, env);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the test binary can be run again");
     // Read both pipes while waiting, so that a chatty child cannot block on a full pipe.
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let out_reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
-        let _ = out.read_to_end(&mut buf);
+        out.read_to_end(&mut buf)
+            .expect("reading the child's standard output");
         buf
     });
     let err_reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
-        let _ = err.read_to_end(&mut buf);
+        err.read_to_end(&mut buf)
+            .expect("reading the child's standard error");
         buf
     });
     let deadline = std::time::Instant::now() + timeout;
@@ -310,11 +384,13 @@ pub fn run_child_with_timeout(
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
-    ChildRun {
+    let run = ChildRun {
         status,
         stdout: text(out_reader.join().unwrap()),
         stderr: text(err_reader.join().unwrap()),
-    }
+    };
+    assert_child_ran_the_test(test, &run.stdout, &run.stderr);
+    run
 }
 
 /// Whether this process is the child started by [`run_child`].
@@ -359,4 +435,73 @@ pub fn keep<T>(value: T) -> T {
         std::arch::asm!("/* {0} */", in(reg) &value as *const T, options(nostack, preserves_flags));
     }
     value
+}
+
+/// [`assert_child_ran_the_test`] on what libtest prints (the lines it reads are the same in
+/// Rust 1.63 and today's stable; `scripts/cross-test.sh` runs the suite's children with 1.63).
+#[cfg(test)]
+mod child_check {
+    use super::assert_child_ran_the_test;
+
+    const NAME: &str = "child_x";
+
+    #[test]
+    fn one_test_that_passed() {
+        assert_child_ran_the_test(
+            NAME,
+            "\nrunning 1 test\ntest child_x ... OK\nok\n\ntest result: ok. 1 passed; 0 failed; \
+             0 ignored; 0 measured; 6 filtered out; finished in 0.01s\n\n",
+            "",
+        );
+    }
+
+    #[test]
+    fn one_test_that_failed() {
+        assert_child_ran_the_test(
+            NAME,
+            "\nrunning 1 test\ntest child_x ... FAILED\n\nfailures:\n\ntest result: FAILED. 0 \
+             passed; 1 failed; 0 ignored; 0 measured; 6 filtered out; finished in 0.00s\n",
+            "thread 'child_x' panicked at 'boom'",
+        );
+    }
+
+    /// A child that aborts or crashes on purpose never prints the result line.
+    #[test]
+    fn one_test_that_crashed() {
+        assert_child_ran_the_test(NAME, "\r\nrunning 1 test\r\ntest child_x ... ", "");
+    }
+
+    #[test]
+    #[should_panic(expected = "the child ran 0 tests: is the test still named `child_x`?")]
+    fn no_test_of_that_name() {
+        assert_child_ran_the_test(
+            NAME,
+            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 7 \
+             filtered out; finished in 0.00s\n\n",
+            "",
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the child ran 2 tests")]
+    fn more_than_one_test() {
+        assert_child_ran_the_test(NAME, "\nrunning 2 tests\ntest child_x ... ok\n", "");
+    }
+
+    #[test]
+    #[should_panic(expected = "libtest ignored it")]
+    fn an_ignored_test() {
+        assert_child_ran_the_test(
+            NAME,
+            "\nrunning 1 test\ntest child_x ... ignored, not an `asan` build\n\ntest result: ok. \
+             0 passed; 0 failed; 1 ignored; 0 measured; 6 filtered out; finished in 0.00s\n\n",
+            "",
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the child never reached the test harness")]
+    fn no_harness_at_all() {
+        assert_child_ran_the_test(NAME, "", "error while loading shared libraries");
+    }
 }

@@ -106,15 +106,13 @@ fn freeing_makes_room_again(budget: &Heap, chunk: Layout, blocks: Vec<core::ptr:
 }
 
 #[test]
+#[cfg_attr(
+    feature = "guarded",
+    ignore = "in `guarded` builds mimalloc 2 deletes a dropped heap, so its blocks stay allocated \
+              (documented on Heap), and mimalloc 3.6.0 leaves one 4 MiB chunk of the arena \
+              unusable after a destroy (docs/known-issues.md)"
+)]
 fn a_heap_dropped_gives_its_budget_to_the_next() {
-    if cfg!(feature = "guarded") {
-        return mimalloc_tests::skip(
-            "a_heap_dropped_gives_its_budget_to_the_next",
-            "in `guarded` builds mimalloc 2 deletes a dropped heap, so its blocks stay allocated \
-             (documented on Heap), and mimalloc 3.6.0 leaves one 4 MiB chunk of the arena \
-             unusable after a destroy (docs/known-issues.md)",
-        );
-    }
     let arena = Arena::reserve(64 * MIB, Sharing::Exclusive).unwrap();
     let chunk = Layout::from_size_align(4 * MIB, 8).unwrap();
     let first = Heap::try_new_in(&arena).unwrap();

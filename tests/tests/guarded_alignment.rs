@@ -7,7 +7,7 @@
 
 use allocator_api2::alloc::Allocator;
 use mimalloc::{Heap, MiMalloc};
-use mimalloc_tests::{is_child, run_child_with_timeout, skip};
+use mimalloc_tests::{is_child, run_child_with_timeout};
 use std::alloc::{GlobalAlloc, Layout};
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -119,6 +119,10 @@ fn allocator(tally: &mut Tally, what: &str, a: impl Allocator, layout: Layout) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "guarded"),
+    ignore = "not a `guarded` build: no block is placed before a guard page"
+)]
 fn child_thread_guarded_precise_blocks_keep_their_alignment() {
     if is_child() {
         // A thread of its own, though the main thread guards the same blocks: the rate comes
@@ -145,9 +149,6 @@ fn child_thread_guarded_precise_blocks_keep_their_alignment() {
             tally.checked, tally.at_guard_page
         );
         return;
-    }
-    if !cfg!(feature = "guarded") {
-        return skip(TEST, "not a `guarded` build");
     }
     let run = run_child_with_timeout(
         TEST,

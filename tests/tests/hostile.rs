@@ -10,8 +10,9 @@
 //! | free of memory mimalloc never returned (v3: a stack address; v2: zeroed memory where a segment header would be) | v3: crash (SIGSEGV); v2: "corrupted meta-data" message, survives | v3: ignored silently; v2: message and ignored | v3: message, crash; v2: message and ignored |
 //! | overflow into a free block | the corrupted free-list link is handed out: crash (SIGSEGV) | message, abort | message, abort |
 //!
-//! Elsewhere than x86_64 Linux, each case asserts what does not depend on the address-space
-//! layout, and prints `SKIPPED` for the part that does.
+//! Elsewhere than 64-bit Linux, and under the memory tools, each case asserts what does not
+//! depend on the address-space layout (or on the tool); the part that does is a test of its
+//! own, ignored there with the reason.
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::{is_child, run_child_with_timeout, ChildRun};
@@ -106,31 +107,40 @@ fn zeroed_fake_segment() -> *mut u8 {
     region
 }
 
+/// Frees memory mimalloc never returned, then allocates: the child part of the two tests below.
+fn free_of_a_pointer_mimalloc_never_returned() {
+    let mut on_the_stack = [0u64; 16];
+    let foreign: *mut u8 = if V2 {
+        // SAFETY: 4096 bytes into a 32 MiB block.
+        unsafe { zeroed_fake_segment().add(4096) }
+    } else {
+        on_the_stack.as_mut_ptr().cast()
+    };
+    // SAFETY: none; freeing memory mimalloc never returned is the point.
+    unsafe {
+        MiMalloc.dealloc(foreign, small());
+        let p = MiMalloc.alloc(small());
+        p.write_bytes(1, SMALL);
+        MiMalloc.dealloc(p, small());
+    }
+    println!("SURVIVED {}", on_the_stack[0]);
+}
+
+/// Whether the child survived its free of a foreign pointer.
+fn survived(run: &ChildRun) -> bool {
+    run.succeeded() && run.stdout.contains("SURVIVED")
+}
+
 #[test]
 fn child_free_of_a_pointer_mimalloc_never_returned() {
     if is_child() {
-        let mut on_the_stack = [0u64; 16];
-        let foreign: *mut u8 = if V2 {
-            // SAFETY: 4096 bytes into a 32 MiB block.
-            unsafe { zeroed_fake_segment().add(4096) }
-        } else {
-            on_the_stack.as_mut_ptr().cast()
-        };
-        // SAFETY: none; freeing memory mimalloc never returned is the point.
-        unsafe {
-            MiMalloc.dealloc(foreign, small());
-            let p = MiMalloc.alloc(small());
-            p.write_bytes(1, SMALL);
-            MiMalloc.dealloc(p, small());
-        }
-        println!("SURVIVED {}", on_the_stack[0]);
-        return;
+        return free_of_a_pointer_mimalloc_never_returned();
     }
     let run = child("child_free_of_a_pointer_mimalloc_never_returned");
     let reported = run.stderr.contains("invalid pointer")
         || run.stderr.contains("does not point to a valid heap space")
         || run.stderr.contains("mi_is_in_heap_region(p)");
-    let survived = run.succeeded() && run.stdout.contains("SURVIVED");
+    let survived = survived(&run);
     assert!(!run.hung(), "the child hung");
     if V2 && (SECURE || DEBUG) {
         // Checked, mimalloc 2 finds no valid cookie in the segment header and ignores the free.
@@ -166,83 +176,106 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
             assert!(!survived, "a debug build survived a foreign free");
         } else if SECURE {
             assert!(survived, "the checks did not keep the child alive");
-        } else if cfg!(all(target_os = "linux", target_pointer_width = "64")) {
-            // The page map has no part for the stack's range: reading it faults.
-            assert!(
-                !survived,
-                "a default build survived a foreign free on Linux"
-            );
-        } else {
-            // Elsewhere the unchecked lookup reads what lies at the stack address rounded down
-            // (the page meta data's alignment, or a page map entry), which depends on where the
-            // OS put the stack: not established for this platform.
-            mimalloc_tests::skip(
-                "child_free_of_a_pointer_mimalloc_never_returned (default build outcome)",
-                "outside x86_64 Linux, what mimalloc 3 does with a stack address depends on the \
-                 address-space layout",
-            );
+        }
+        // A default build: the next test.
+    }
+}
+
+/// A default build of mimalloc 3 follows a stack address into its page map: on 64-bit Linux
+/// the map has no part for the stack's range, and reading it faults. Elsewhere the unchecked
+/// lookup reads what lies at the stack address rounded down (the page meta data's alignment, or
+/// a page map entry), which depends on where the OS put the stack.
+#[cfg(not(any(feature = "v2", feature = "secure", feature = "debug")))]
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_pointer_width = "64")),
+    ignore = "outside 64-bit Linux, what mimalloc 3 does with a stack address depends on the \
+              address-space layout"
+)]
+fn child_free_of_a_pointer_mimalloc_never_returned_crashes_a_default_build() {
+    if is_child() {
+        return free_of_a_pointer_mimalloc_never_returned();
+    }
+    let run = child("child_free_of_a_pointer_mimalloc_never_returned_crashes_a_default_build");
+    assert!(!run.hung(), "the child hung");
+    assert!(
+        !survived(&run),
+        "a default build survived a foreign free on Linux"
+    );
+}
+
+/// Overflows a block into its free neighbour's free-list link, then allocates: the child part
+/// of the two tests below.
+fn overflow_into_a_free_block() {
+    let layout = Layout::from_size_align(64, 8).unwrap();
+    // SAFETY: none past the overflow, which is the point.
+    unsafe {
+        let mut blocks: Vec<*mut u8> = (0..64).map(|_| MiMalloc.alloc(layout)).collect();
+        blocks.sort_unstable();
+        let usable = mimalloc::usable_size(blocks[0]);
+        // Two neighbours in one page: `b` starts less than two blocks after `a`.
+        let (a, b) = blocks
+            .windows(2)
+            .map(|w| (w[0], w[1]))
+            .find(|(a, b)| (*b as usize - *a as usize) < 2 * usize::max(usable, 64))
+            .expect("two neighbouring blocks");
+        // `b` goes on its page's free list, whose link is in its first word; the write from
+        // `a` runs over the padding and that link.
+        MiMalloc.dealloc(b, layout);
+        a.write_bytes(0x41, b as usize - a as usize + 16);
+        for _ in 0..200 {
+            MiMalloc.alloc(layout).write_bytes(1, 64);
         }
     }
+    println!("SURVIVED");
 }
 
 #[test]
 fn child_overflow_into_a_free_block_is_caught_by_secure_and_debug() {
     if is_child() {
-        let layout = Layout::from_size_align(64, 8).unwrap();
-        // SAFETY: none past the overflow, which is the point.
-        unsafe {
-            let mut blocks: Vec<*mut u8> = (0..64).map(|_| MiMalloc.alloc(layout)).collect();
-            blocks.sort_unstable();
-            let usable = mimalloc::usable_size(blocks[0]);
-            // Two neighbours in one page: `b` starts less than two blocks after `a`.
-            let (a, b) = blocks
-                .windows(2)
-                .map(|w| (w[0], w[1]))
-                .find(|(a, b)| (*b as usize - *a as usize) < 2 * usize::max(usable, 64))
-                .expect("two neighbouring blocks");
-            // `b` goes on its page's free list, whose link is in its first word; the write
-            // from `a` runs over the padding and that link.
-            MiMalloc.dealloc(b, layout);
-            a.write_bytes(0x41, b as usize - a as usize + 16);
-            for _ in 0..200 {
-                MiMalloc.alloc(layout).write_bytes(1, 64);
-            }
-        }
-        println!("SURVIVED");
-        return;
+        return overflow_into_a_free_block();
     }
     let run = child("child_overflow_into_a_free_block_is_caught_by_secure_and_debug");
     assert!(!run.hung(), "the child hung");
     let message = run.stderr.contains("corrupted free list entry");
     assert_eq!(message, SECURE || DEBUG, "corruption reported");
-    let end = ending(&run);
     if SECURE || DEBUG {
         // The link is checked before it is followed: mimalloc reports it as EFAULT, which
         // aborts in `secure` and `debug` builds (`mi_error_default`).
-        assert_eq!(end, End::Abort, "{run:?}");
-    } else if let Some(tool) = mimalloc_tests::memory_tool() {
-        assert!(!run.succeeded(), "{run:?}");
-        mimalloc_tests::skip(
-            "child_overflow_into_a_free_block_is_caught_by_secure_and_debug (kind of crash)",
-            &format!("{tool} handles the fault itself and exits with its own status"),
-        );
-    } else if cfg!(target_pointer_width = "64") {
-        // 0x4141414141414141 is handed out as a block: not a canonical address, so the first
-        // write to it faults.
-        assert_eq!(end, End::Fault, "{run:?}");
+        assert_eq!(ending(&run), End::Abort, "{run:?}");
     } else {
-        // 0x41414141 is an ordinary address in a 32-bit process: whether the write to it faults
-        // or lands in some mapping depends on the address-space layout; either way the child
-        // must not finish cleanly.
+        // Unchecked, the corrupted link is handed out as a block: the child must not finish
+        // cleanly (how it ends: the next test).
         assert!(
             !run.succeeded(),
             "an overflow into a free block's link went unnoticed and did no harm?"
         );
-        mimalloc_tests::skip(
-            "child_overflow_into_a_free_block_is_caught_by_secure_and_debug (kind of crash)",
-            "on 32-bit targets the corrupted link 0x41414141 may be a mapped address",
-        );
     }
+}
+
+/// Without the checks, 0x4141414141414141 is handed out as a block: not a canonical address, so
+/// the first write to it faults. On 32-bit targets 0x41414141 is an ordinary address, which may
+/// be mapped; the memory tools handle the fault themselves and exit with their own status.
+#[cfg(not(any(feature = "secure", feature = "debug")))]
+#[test]
+#[cfg_attr(
+    any(feature = "asan", feature = "tsan", feature = "valgrind"),
+    ignore = "a memory tool handles the fault itself and exits with its own status"
+)]
+#[cfg_attr(
+    all(
+        not(any(feature = "asan", feature = "tsan", feature = "valgrind")),
+        target_pointer_width = "32"
+    ),
+    ignore = "on 32-bit targets the corrupted link 0x41414141 may be a mapped address"
+)]
+fn child_overflow_into_a_free_block_faults_in_a_default_build() {
+    if is_child() {
+        return overflow_into_a_free_block();
+    }
+    let run = child("child_overflow_into_a_free_block_faults_in_a_default_build");
+    assert!(!run.hung(), "the child hung");
+    assert_eq!(ending(&run), End::Fault, "{run:?}");
 }
 
 /// How a child process ended, as far as the tests tell endings apart.

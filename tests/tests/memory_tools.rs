@@ -1,10 +1,13 @@
 //! The memory tools see mimalloc's blocks: a deliberate use-after-free and an overflow, each in
 //! a child process, are reported by AddressSanitizer (`asan` feature) and by Valgrind
 //! (`valgrind` feature), and an overflow past a guarded block faults at once (`guarded`).
-//! In builds without the tool each test says it was skipped, and why.
+//! In builds without the tool each test is ignored, with the reason libtest prints (the child
+//! runs only in the builds where the test is not ignored).
 
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, run_child_with_timeout, skip, ChildRun};
+use mimalloc_tests::{
+    assert_child_ran_the_test, child_harness_args, is_child, run_child_with_timeout, skip, ChildRun,
+};
 use std::alloc::{GlobalAlloc, Layout};
 use std::time::Duration;
 
@@ -67,12 +70,13 @@ fn asan_child(test: &str) -> ChildRun {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "asan"),
+    ignore = "not an `asan` build: no AddressSanitizer to report the use after free"
+)]
 fn child_asan_reports_a_use_after_free() {
     if is_child() {
         return use_after_free();
-    }
-    if !cfg!(feature = "asan") {
-        return skip("child_asan_reports_a_use_after_free", "not an `asan` build");
     }
     let run = asan_child("child_asan_reports_a_use_after_free");
     assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
@@ -83,12 +87,13 @@ fn child_asan_reports_a_use_after_free() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "asan"),
+    ignore = "not an `asan` build: no AddressSanitizer to report the overflow"
+)]
 fn child_asan_reports_a_heap_overflow() {
     if is_child() {
         return overflow();
-    }
-    if !cfg!(feature = "asan") {
-        return skip("child_asan_reports_a_heap_overflow", "not an `asan` build");
     }
     let run = asan_child("child_asan_reports_a_heap_overflow");
     assert!(!run.succeeded() && !run.stdout.contains("SURVIVED"));
@@ -99,26 +104,34 @@ fn child_asan_reports_a_heap_overflow() {
 }
 
 /// Runs this test binary's `test` under Valgrind as a child; `None` if there is no Valgrind.
+/// Panics if the child did not run that one test.
 fn under_valgrind(test: &str) -> Option<std::process::Output> {
     let exe = std::env::current_exe().unwrap();
-    std::process::Command::new("valgrind")
+    let out = std::process::Command::new("valgrind")
         .args(["--error-exitcode=99", "--"])
         .arg(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args(child_harness_args(test))
         .env("MIMALLOC_TESTS_CHILD", "1")
         .output()
-        .ok()
+        .ok()?;
+    assert_child_ran_the_test(
+        test,
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    Some(out)
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "valgrind"),
+    ignore = "not a `valgrind` build: mimalloc does not tell Valgrind about its blocks"
+)]
 fn child_valgrind_reports_a_use_after_free() {
     if is_child() {
         return use_after_free();
     }
     let test = "child_valgrind_reports_a_use_after_free";
-    if !cfg!(feature = "valgrind") {
-        return skip(test, "not a `valgrind` build");
-    }
     let out = match under_valgrind(test) {
         Some(out) => out,
         None => return skip(test, "no `valgrind` on this machine"),
@@ -133,6 +146,10 @@ fn child_valgrind_reports_a_use_after_free() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "guarded"),
+    ignore = "not a `guarded` build: no block has a guard page"
+)]
 fn child_guarded_block_overflow_faults_at_once() {
     let test = "child_guarded_block_overflow_faults_at_once";
     if is_child() {
@@ -148,9 +165,6 @@ fn child_guarded_block_overflow_faults_at_once() {
             println!("SURVIVED");
         }
         return;
-    }
-    if !cfg!(feature = "guarded") {
-        return skip(test, "not a `guarded` build");
     }
     // Every block guarded, and placed exactly before its guard page (not rounded down to
     // mimalloc's 16-byte alignment, which would leave the first bytes past it writable).
@@ -180,6 +194,10 @@ fn child_guarded_block_overflow_faults_at_once() {
 /// object. `MiMalloc` resized by copy in guarded builds until then; now both go through
 /// mimalloc's realloc, every block guarded, and keep the contents.
 #[test]
+#[cfg_attr(
+    not(feature = "guarded"),
+    ignore = "not a `guarded` build: no block has a guard page"
+)]
 fn child_guarded_realloc_keeps_the_contents() {
     let test = "child_guarded_realloc_keeps_the_contents";
     if is_child() {
@@ -206,9 +224,6 @@ fn child_guarded_realloc_keeps_the_contents() {
             println!("RAW OK");
         }
         return;
-    }
-    if !cfg!(feature = "guarded") {
-        return skip(test, "not a `guarded` build");
     }
     let run = run_child_with_timeout(
         test,

@@ -63,11 +63,17 @@ fn flags_turn_on_and_off() {
     assert!(!option.is_enabled() && option.get() == 0);
 }
 
+/// A size option is set in KiB and read in bytes, also where the environment set it to 0
+/// (then `get_size() == get() * 1024` would hold for any factor).
 #[test]
 fn sizes_read_in_bytes() {
     let option = MiOption::ArenaReserve;
     assert_eq!(option.kind(), OptionKind::SizeKiB);
-    assert_eq!(option.get_size(), option.get() as usize * 1024);
+    let before = option.get();
+    option.set(4096);
+    assert_eq!(option.get_size(), 4 << 20, "4096 KiB");
+    option.set(before);
+    assert_eq!(option.get_size(), before as usize * 1024);
 }
 
 #[test]
