@@ -28,8 +28,9 @@ const MIN_ALIGN: usize = 16;
 /// bindgen cannot evaluate the `sizeof` in its definition).
 const SMALL_SIZE_MAX: usize = ffi::MI_SMALL_WSIZE_MAX as usize * core::mem::size_of::<usize>();
 
-/// Whether mimalloc is built with guard pages (the `guarded` feature).
-pub(crate) const GUARDED: bool = cfg!(feature = "guarded");
+/// Whether mimalloc is built with guard pages (`MI_GUARDED`): mimalloc-sys's build plan
+/// decides it and publishes it as `cfg(mimalloc_guarded)`.
+pub(crate) const GUARDED: bool = cfg!(mimalloc_guarded);
 
 /// mimalloc's allocation entry points for one heap. Null means out of memory (or a request no
 /// heap can satisfy); no function here unwinds.
@@ -97,20 +98,18 @@ fn plain_size(layout: Layout) -> Option<usize> {
 }
 
 /// Whether `layout` is beyond the largest block the vendored mimalloc can serve without
-/// crashing: on 32-bit targets mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
+/// crashing: in the builds where mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
 /// 2 GiB block and then faults building its free list, where it should return null
-/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). Such requests fail
-/// here instead, with the alignment's over-allocation counted in. On 64-bit targets, with
-/// mimalloc 2, and in `secure` builds (which serve such a block, and it can be written through)
-/// the test is compiled out.
+/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). mimalloc-sys's
+/// build plan says which builds those are, and why, and publishes it as
+/// `cfg(mimalloc_large_request_cap)`: mimalloc 3 on 32-bit targets, but for `secure` builds
+/// (`MI_SECURE`), which serve such a block, and it can be written through. There such requests
+/// fail here instead, with the alignment's over-allocation counted in; elsewhere the test is
+/// compiled out.
 #[inline(always)]
 fn beyond_largest(layout: Layout) -> bool {
     const LARGEST: usize = (1 << 31) - (4 << 20);
-    cfg!(all(
-        target_pointer_width = "32",
-        not(feature = "v2"),
-        not(feature = "secure")
-    )) && layout.size() > LARGEST.saturating_sub(layout.align())
+    cfg!(mimalloc_large_request_cap) && layout.size() > LARGEST.saturating_sub(layout.align())
 }
 
 /// A block for `layout` from `heap`, or null.
