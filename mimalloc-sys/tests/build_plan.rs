@@ -1120,11 +1120,20 @@ fn every_published_decision_follows_the_defines() {
 }
 
 /// The workspace manifest's `check-cfg` list (which must stay in the manifest: cargo before
-/// 1.80 warns about `cargo:rustc-check-cfg`) names exactly the cfgs the plan publishes.
+/// 1.80 warns about `cargo:rustc-check-cfg`) names exactly the cfgs the plan publishes. The
+/// copy of the workspace that `scripts/msrv-workspace.sh` makes for Cargo 1.63 has no lint
+/// tables, and so nothing to check.
 #[test]
 fn the_check_cfg_list_names_exactly_the_published_decisions() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(dir.join("../Cargo.toml")).unwrap();
+    if !manifest.contains("[workspace.lints.rust]") {
+        eprintln!(
+            "SKIPPED the_check_cfg_list_names_exactly_the_published_decisions: this workspace \
+             manifest has no lint tables (the Cargo 1.63 copy of scripts/msrv-workspace.sh)"
+        );
+        return;
+    }
     let line = manifest
         .lines()
         .find(|l| l.starts_with("unexpected_cfgs") && l.contains("check-cfg"))
