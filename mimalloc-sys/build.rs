@@ -249,29 +249,21 @@ fn link(plan: &Plan) {
     }
 }
 
-/// Step 5: this crate and the `mimalloc` crate see `cfg(mimalloc_runs)`; direct dependants'
-/// build scripts read `DEP_MIMALLOC_RUNS`, `DEP_MIMALLOC_INCLUDE` (to compile C code against the
-/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`),
-/// and, each where the plan says so, the decisions Rust code depends on, made once in
-/// `build/plan.rs`: `DEP_MIMALLOC_PROFILER` (the heap profiler records call stacks),
-/// `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (the safe crate advises large blocks for huge pages),
-/// `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map), `DEP_MIMALLOC_SMALL_FREE`
-/// (`mi_free_small_nonnull` skips the lookup) and `DEP_MIMALLOC_DEBUG` (mimalloc's internal
-/// checks are compiled in).
+/// Step 5: the decisions of the plan that Rust code reads ([`plan::Published`], made once in
+/// `build/plan.rs`) as cfgs of this crate, and as `DEP_MIMALLOC_CFGS` for direct dependants'
+/// build scripts: the cfgs that hold, comma-separated (`mimalloc_runs,mimalloc_small_free,...`),
+/// which the `mimalloc` crate's and the tests' build scripts pass on as they find them, with no
+/// list of their own. Where mimalloc does not run nothing is published, not even
+/// `mimalloc_runs`. Dependants also read `DEP_MIMALLOC_INCLUDE` (to compile C code against the
+/// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`).
 fn publish_metadata(sources: &Sources, plan: &Plan) {
-    println!("cargo:rustc-cfg=mimalloc_runs");
-    println!("cargo:runs=1");
-    for (key, decided) in [
-        ("profiler", plan.profiler),
-        ("huge_block_advice", plan.huge_block_advice),
-        ("page_map_free", plan.page_map_free),
-        ("small_free", plan.small_free),
-        ("debug", plan.debug),
-    ] {
-        if decided {
-            println!("cargo:{key}=1");
-        }
+    for published in &plan.published {
+        // Shown by `cargo build -vv`, as the defines are.
+        println!("cfg {}: {}", published.cfg, published.why);
+        println!("cargo:rustc-cfg={}", published.cfg);
     }
+    let cfgs: Vec<&str> = plan.published.iter().map(|p| p.cfg).collect();
+    println!("cargo:cfgs={}", cfgs.join(","));
     println!("cargo:include={}", sources.include().display());
     let version = sources
         .header()

@@ -1,27 +1,16 @@
-//! Turns `mimalloc-sys`'s decision whether mimalloc runs on the target (its build plan compiles
-//! nothing for targets without an OS, and publishes `DEP_MIMALLOC_RUNS` where it compiles) into
-//! `cfg(mimalloc_runs)`, so that the decision is made in one place for both crates; likewise
-//! `DEP_MIMALLOC_PROFILER` (the heap profiler records call stacks) into `cfg(mimalloc_profiler)`,
-//! `DEP_MIMALLOC_HUGE_BLOCK_ADVICE` (mimalloc leaves huge pages to the routing core) into
-//! `cfg(mimalloc_huge_block_advice)`, `DEP_MIMALLOC_PAGE_MAP_FREE` (free reads the page map)
-//! into `cfg(mimalloc_page_map_free)`, `DEP_MIMALLOC_SMALL_FREE` (`mi_free_small_nonnull`
-//! takes the page from the address) into `cfg(mimalloc_small_free)`, and `DEP_MIMALLOC_DEBUG`
-//! (mimalloc's internal checks) into `cfg(mimalloc_debug)`.
+//! Passes on the decisions of `mimalloc-sys`'s build plan that this crate reads, so that each is
+//! made once, in `mimalloc-sys/build/plan.rs`, and never re-derived here from feature names or
+//! target facts: `mimalloc-sys` publishes, as `DEP_MIMALLOC_CFGS`, the cfgs that hold for this
+//! build (`mimalloc_runs` where mimalloc is compiled at all, `mimalloc_small_free`,
+//! `mimalloc_guarded`, ...; each with its reason in `plan::published`), and this script passes
+//! each one to rustc as it finds it, with no list of its own. Where mimalloc does not run the
+//! list is absent and no cfg is set. The workspace manifest's `check-cfg` list names them all.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    for decision in [
-        "runs",
-        "profiler",
-        "huge_block_advice",
-        "page_map_free",
-        "small_free",
-        "debug",
-    ] {
-        let key = format!("DEP_MIMALLOC_{}", decision.to_uppercase());
-        println!("cargo:rerun-if-env-changed={key}");
-        if std::env::var_os(&key).is_some() {
-            println!("cargo:rustc-cfg=mimalloc_{decision}");
-        }
+    println!("cargo:rerun-if-env-changed=DEP_MIMALLOC_CFGS");
+    let cfgs = std::env::var("DEP_MIMALLOC_CFGS").unwrap_or_default();
+    for cfg in cfgs.split(',').filter(|cfg| !cfg.is_empty()) {
+        println!("cargo:rustc-cfg={cfg}");
     }
 }

@@ -1,21 +1,20 @@
 //! Compiles `abi/probe.c` against the headers mimalloc-sys was built with, for `tests/abi.rs`,
-//! and `host/plugin_host.c`, the C half of the host program of `tests/plugin.rs`; passes on
-//! `cfg(mimalloc_huge_block_advice)` and `cfg(mimalloc_page_map_free)` from mimalloc-sys's plan.
+//! and `host/plugin_host.c`, the C half of the host program of `tests/plugin.rs`; passes on the
+//! cfgs of mimalloc-sys's build plan (`DEP_MIMALLOC_CFGS`), as the `mimalloc` crate's build
+//! script does.
 
 #[allow(clippy::disallowed_methods)]
 fn main() {
     println!("cargo:rerun-if-changed=abi/probe.c");
     println!("cargo:rerun-if-changed=host/plugin_host.c");
     println!("cargo:rerun-if-env-changed=DEP_MIMALLOC_INCLUDE");
-    // Decisions of mimalloc-sys's plan the tests depend on: where the routing core advises
-    // large blocks for huge pages (`tests/huge_pages.rs`), and where free reads the page map,
-    // which lifts mimalloc 3's alignment limit (`tests/alignment.rs`).
-    for decision in ["huge_block_advice", "page_map_free"] {
-        let key = format!("DEP_MIMALLOC_{}", decision.to_uppercase());
-        println!("cargo:rerun-if-env-changed={key}");
-        if std::env::var_os(&key).is_some() {
-            println!("cargo:rustc-cfg=mimalloc_{decision}");
-        }
+    // The decisions of mimalloc-sys's plan, as the library crates see them: where the routing
+    // core advises large blocks for huge pages (`tests/huge_pages.rs`), where free reads the
+    // page map, which lifts mimalloc 3's alignment limit (`tests/alignment.rs`), and so on.
+    println!("cargo:rerun-if-env-changed=DEP_MIMALLOC_CFGS");
+    let cfgs = std::env::var("DEP_MIMALLOC_CFGS").unwrap_or_default();
+    for cfg in cfgs.split(',').filter(|cfg| !cfg.is_empty()) {
+        println!("cargo:rustc-cfg={cfg}");
     }
     // mimalloc-sys publishes its include directory through `links = "mimalloc"` metadata. On
     // targets where it builds nothing (no OS), there is nothing to probe.

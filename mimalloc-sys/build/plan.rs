@@ -5,6 +5,10 @@
 //! built, and silently break every cross build (a recurring bug in allocator `-sys` crates).
 //! The facts come in through [`Target`]; `tests/build_plan.rs` checks the plan for targets this
 //! machine cannot run, and fails if this file or `build.rs` ever uses `cfg!`/`#[cfg]` on a target.
+//!
+//! The decisions Rust code depends on are published as cfgs ([`Published`], `Plan::published`),
+//! each read off the plan's own defines (or the one decision a define function follows), never
+//! recomputed from the features: the C code and the Rust code that relies on it see one answer.
 
 /// What cargo tells the build script about the target (`TARGET`, `CARGO_CFG_TARGET_*`).
 #[derive(Clone, Debug, Default)]
@@ -142,6 +146,19 @@ pub struct Define {
     pub why: &'static str,
 }
 
+/// A decision of the plan that Rust code reads, as a cfg: `build.rs` passes `--cfg` for it to
+/// this crate and lists it in `DEP_MIMALLOC_CFGS`, which the `mimalloc` crate's and the tests'
+/// build scripts pass on as they find it; `cargo build -vv` prints it with its reason. Each is
+/// read off the plan's defines where it is a consequence of them ([`published`]), so that a
+/// define and what Rust believes of it cannot disagree. The workspace manifest's `check-cfg`
+/// list must name every one (`tests/build_plan.rs` checks it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The cfg, `mimalloc_<decision>`.
+    pub cfg: &'static str,
+    pub why: &'static str,
+}
+
 /// The complete recipe for compiling and linking mimalloc for one target.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -158,27 +175,8 @@ pub struct Plan {
     pub static_crt: Option<bool>,
     /// Things the user asked for that this target cannot do, said out loud at build time.
     pub warnings: Vec<String>,
-    /// Whether mimalloc's heap profiler records call stacks on this target (mimalloc 3 with a
-    /// stack walker: `backtrace()` or `CaptureStackBackTrace`). Without one every sampled
-    /// allocation has an empty stack and a profile says nothing, so the safe crate refuses to
-    /// start one (`cfg(mimalloc_profiler)`).
-    pub profiler: bool,
-    /// Whether the safe crate's routing core advises large blocks for huge pages
-    /// ([`huge_block_advice`]; `cfg(mimalloc_huge_block_advice)`).
-    pub huge_block_advice: bool,
-    /// Whether mimalloc 3's `free` finds a block's page in the page map rather than by masking
-    /// its address (`MI_FREE_USE_PAGEMAP` or `MI_FREE_IS_CHECKED`, see [`free_defines`]): then
-    /// a caller's arena region needs only slice alignment (`cfg(mimalloc_page_map_free)`).
-    pub page_map_free: bool,
-    /// Whether mimalloc 3 finds a small page's metadata by masking a block's address, so that
-    /// `mi_free_small_nonnull` skips the general lookup (`MI_PAGE_META_SMALL_IS_ALIGNED` in
-    /// `types.h`), and its `free` trusts the pointer: not in `secure` and debug builds (whose
-    /// `free` reports a bad pointer), nor where the page map, guard pages or Valgrind's
-    /// annotations keep the metadata elsewhere (`cfg(mimalloc_small_free)`).
-    pub small_free: bool,
-    /// Whether mimalloc is built with its internal checks (`debug`, or `debug_in_debug` outside
-    /// the release profile): mimalloc 2 counts blocks per size only then (`cfg(mimalloc_debug)`).
-    pub debug: bool,
+    /// The decisions Rust code reads, each published as a cfg with its reason ([`Published`]).
+    pub published: Vec<Published>,
 }
 
 /// What the build script will do.
@@ -206,13 +204,14 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     } else {
         Version::V3
     };
+    let advice = huge_block_advice(target, version, features);
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
     etw_defines(&mut defines, target, features);
     override_defines(&mut defines, target, features);
     platform_defines(&mut defines, target);
-    memory_defaults(&mut defines, target, version, features);
+    memory_defaults(&mut defines, target, version, features, advice);
     exit_defines(&mut defines, features);
     if version == Version::V3 {
         free_defines(&mut defines, target, features);
@@ -221,7 +220,6 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         guarded_sampling(&mut defines, features);
         profiler_defines(&mut defines, target);
     }
-    let profiler = version == Version::V3 && (target.is_windows() || has_execinfo(target));
     let mut plan = Plan {
         version,
         language: if target.is_msvc() {
@@ -229,21 +227,13 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         } else {
             Language::C
         },
+        published: published(target, version, &defines, advice),
         defines,
         flags: Vec::new(),
         flags_if_supported: Vec::new(),
         link_libs: link_libs(target, version),
         static_crt: static_crt(target),
         warnings: warnings(target, features),
-        profiler,
-        huge_block_advice: huge_block_advice(target, version, features),
-        page_map_free: version == Version::V3 && page_map_free(target, features),
-        small_free: version == Version::V3
-            && !debug_build(features, release)
-            && !features.guarded
-            && !features.valgrind
-            && !page_map_free(target, features),
-        debug: debug_build(features, release),
     };
     sanitizer_flags(&mut plan, target, features);
     compiler_flags(&mut plan, target, features);
@@ -271,6 +261,170 @@ fn define(
     why: &'static str,
 ) {
     defines.push(Define { name, value, why });
+}
+
+/// The decisions Rust code reads ([`Published`]), each from the plan's own decision: read off
+/// the defines as the C preprocessor sees them where the fact is a consequence of the defines
+/// (mirroring the vendored headers where they derive it, [`free_published`]), and
+/// `huge_block_advice` from the decision [`memory_defaults`] follows, which no define tells
+/// apart from `no_thp`.
+fn published(
+    target: &Target,
+    version: Version,
+    defines: &[Define],
+    huge_block_advice: bool,
+) -> Vec<Published> {
+    let c = Preprocessor(defines);
+    let v3 = version == Version::V3;
+    let mut published = Vec::new();
+    let p = &mut published;
+    publish(
+        p,
+        true,
+        "mimalloc_runs",
+        "mimalloc is compiled for this target (`Decision::Skip` builds nothing where there is \
+         no OS): the crates' items exist",
+    );
+    publish(
+        p,
+        c.on("MI_DEBUG"),
+        "mimalloc_debug",
+        "MI_DEBUG: mimalloc's internal checks are compiled in; mimalloc 2 counts blocks per size \
+         only then",
+    );
+    publish(
+        p,
+        guarded(&c, version),
+        "mimalloc_guarded",
+        "MI_GUARDED: a sample of blocks sits right before a guard page, so the routing core \
+         rounds plain sizes up to their alignment (a block placed precisely is aligned only to \
+         what divides its size); mimalloc 2 deletes a heap it is asked to destroy",
+    );
+    free_published(p, &c, version);
+    publish(
+        p,
+        v3 && (target.is_windows() || c.on("MI_HAS_EXECINFOH")),
+        "mimalloc_profiler",
+        "mimalloc 3 with a stack walker (MI_HAS_EXECINFOH's `backtrace()`, or Windows' \
+         `CaptureStackBackTrace`): without one every sampled allocation has an empty stack, so \
+         the safe crate refuses to start a profiler",
+    );
+    publish(
+        p,
+        huge_block_advice,
+        "mimalloc_huge_block_advice",
+        "MI_NO_THP for huge pages for large blocks only: the routing core advises each block of \
+         2 MiB or more instead (`huge_block_advice` in build/plan.rs)",
+    );
+    publish(
+        p,
+        v3 && target.pointer_width == 32 && !c.on("MI_SECURE"),
+        "mimalloc_large_request_cap",
+        "mimalloc 3.6.0 on a 32-bit target without MI_SECURE rounds a request above \
+         2 GiB - 4 MiB up to a 2 GiB block and faults building its free list where it should \
+         return null (docs/known-issues.md; the canary in tests/tests/upstream_bugs.rs): the \
+         routing core refuses such requests. MI_SECURE builds serve them",
+    );
+    published
+}
+
+fn publish(published: &mut Vec<Published>, holds: bool, cfg: &'static str, why: &'static str) {
+    if holds {
+        published.push(Published { cfg, why });
+    }
+}
+
+/// How mimalloc 3's free finds a block's page, as [`free_defines`] and [`valgrind_page_meta`]
+/// decided it, and whether it checks the pointer.
+fn free_published(published: &mut Vec<Published>, c: &Preprocessor, version: Version) {
+    publish(
+        published,
+        c.on("MI_FREE_IS_CHECKED"),
+        "mimalloc_checked_free",
+        "MI_FREE_IS_CHECKED: free validates every pointer through the page map and ignores one \
+         mimalloc never returned",
+    );
+    publish(
+        published,
+        c.on("MI_FREE_IS_CHECKED") || c.on("MI_FREE_USE_PAGEMAP"),
+        "mimalloc_page_map_free",
+        "MI_FREE_IS_CHECKED or MI_FREE_USE_PAGEMAP: free finds a block's page in the page map, so \
+         neither alignments nor arenas are bound to the page metadata's 256 MiB (32 MiB on \
+         32-bit) alignment",
+    );
+    publish(
+        published,
+        small_free(c, version),
+        "mimalloc_small_free",
+        "MI_PAGE_META_SMALL_IS_ALIGNED, and no MI_DEBUG: `mi_free_small_nonnull` takes a small \
+         page's metadata from the block's address, skipping the page lookup; the routing core \
+         frees blocks of small layouts with it",
+    );
+}
+
+/// The plan's defines as the C preprocessor sees them. `cc` passes a define without a value as
+/// `-DNAME`, which defines it as 1.
+struct Preprocessor<'a>(&'a [Define]);
+
+impl Preprocessor<'_> {
+    /// `defined(NAME)`.
+    fn defined(&self, name: &str) -> bool {
+        self.0.iter().any(|d| d.name == name)
+    }
+    /// `#if NAME`: false for an undefined name, as in C.
+    fn on(&self, name: &str) -> bool {
+        self.0
+            .iter()
+            .any(|d| d.name == name && d.value != Some("0"))
+    }
+    /// `defined(NAME) && NAME == 0`.
+    fn zero(&self, name: &str) -> bool {
+        self.0
+            .iter()
+            .any(|d| d.name == name && d.value == Some("0"))
+    }
+}
+
+/// Whether guard pages are compiled in: `MI_GUARDED` as the plan defines it ([`tool_defines`]
+/// always does), else as `include/mimalloc/types.h` defaults it: on in debug builds (mimalloc 2),
+/// in debug builds with C assertions and without `MI_OPT_FREE_SMALL` (mimalloc 3).
+fn guarded(c: &Preprocessor, version: Version) -> bool {
+    if c.defined("MI_GUARDED") {
+        return c.on("MI_GUARDED");
+    }
+    match version {
+        Version::V2 => c.on("MI_DEBUG"),
+        Version::V3 => c.on("MI_DEBUG") && !c.defined("NDEBUG") && !c.on("MI_OPT_FREE_SMALL"),
+    }
+}
+
+/// Whether the routing core may free a block of a small layout with mimalloc 3's
+/// `mi_free_small_nonnull`, which takes a small page's metadata from the block's address, so
+/// that it skips the general page lookup (BENCHMARKS.md, "Instructions per allocate+free pair").
+///
+/// The C side is `MI_PAGE_META_SMALL_IS_ALIGNED`, which the plan never defines: it is computed
+/// here as `include/mimalloc/types.h` of 3.6.0 computes it from the defines ("Place page meta
+/// info ..." to "Configuration checks", about lines 160-192). One condition is ours: not in a
+/// debug build, whose `mi_free` reports a pointer mimalloc never returned where the small free
+/// takes the page from the address unchecked and faults on it (`tests/tests/hostile.rs`).
+fn small_free(c: &Preprocessor, version: Version) -> bool {
+    if version == Version::V2 {
+        // mimalloc 2's `mi_free_small` is `mi_free` under another name.
+        return false;
+    }
+    // `#if !MI_FREE_IS_CHECKED && !MI_FREE_USE_PAGEMAP` / `#if MI_PAGE_META_IS_SEPARATED`:
+    // page metadata is separated unless the page map is flat (`MI_PAGE_MAP_FLAT`), which
+    // `bits.h` makes it only with `MI_FREE_USE_PAGEMAP`, so under this condition it always is.
+    let meta_is_aligned = !c.on("MI_FREE_IS_CHECKED") && !c.on("MI_FREE_USE_PAGEMAP");
+    // `#if defined(MI_OPT_FREE_SMALL) && MI_OPT_FREE_SMALL==0` → 0; `#elif (MI_OPT_FREE_SMALL
+    // || MI_PAGE_META_IS_ALIGNED) && !MI_SECURE && !MI_GUARDED` → 1 (a guarded block of a
+    // small size may sit in a medium page); `#else` → 0.
+    let small_is_aligned = !c.zero("MI_OPT_FREE_SMALL")
+        && (c.on("MI_OPT_FREE_SMALL") || meta_is_aligned)
+        && !c.on("MI_SECURE")
+        && !guarded(c, version);
+    // Ours: debug builds free through `mi_free`, which reports a bad pointer.
+    small_is_aligned && !c.on("MI_DEBUG")
 }
 
 /// Whether mimalloc is built with its internal checks: the `debug` feature, or the registry
@@ -551,11 +705,6 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
     }
 }
 
-/// Whether mimalloc 3's free reads the page map ([`free_defines`]).
-fn page_map_free(target: &Target, features: &Features) -> bool {
-    features.secure || features.free_use_pagemap || target.os == "wasi"
-}
-
 /// mimalloc 3.6.0 release builds with `MI_TRACK_VALGRIND` put a small page's metadata at the
 /// start of its slices, zero it, and then tell memcheck the whole slice range is undefined
 /// (`mi_arenas_page_init_memory`): every later read of a zeroed field is a false "uninitialised
@@ -623,6 +772,7 @@ fn memory_defaults(
     target: &Target,
     version: Version,
     features: &Features,
+    huge_block_advice: bool,
 ) {
     let has_thp = target.os == "linux" || target.os == "android";
     if features.no_thp && has_thp {
@@ -636,7 +786,7 @@ fn memory_defaults(
              with the registry crates",
         );
     }
-    if huge_block_advice(target, version, features) {
+    if huge_block_advice {
         // `no_thp` turns the advice off, so MI_NO_THP is not defined twice.
         define(
             defines,

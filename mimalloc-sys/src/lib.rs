@@ -42,9 +42,14 @@
 //!
 //! The package declares `links = "mimalloc"`, so cargo refuses a dependency graph with a second
 //! copy of mimalloc (which would fail at link time), and publishes to the build scripts of
-//! direct dependants `DEP_MIMALLOC_RUNS` (set where mimalloc was compiled, i.e. the target has an
-//! OS), `DEP_MIMALLOC_INCLUDE` (the directory holding `mimalloc.h`) and `DEP_MIMALLOC_VERSION`
-//! (`MI_MALLOC_VERSION`, e.g. `30600` for 3.6.0).
+//! direct dependants `DEP_MIMALLOC_CFGS`, `DEP_MIMALLOC_INCLUDE` (the directory holding
+//! `mimalloc.h`) and `DEP_MIMALLOC_VERSION` (`MI_MALLOC_VERSION`, e.g. `30600` for 3.6.0), all
+//! three only where mimalloc was compiled (the target has an OS). `DEP_MIMALLOC_CFGS` lists,
+//! comma-separated, the decisions of the build plan that hold for this build, as cfg names:
+//! `mimalloc_runs` always, and for instance `mimalloc_guarded` (`MI_GUARDED`) or
+//! `mimalloc_checked_free` (`MI_FREE_IS_CHECKED`); a dependant's build script can pass each on
+//! with `cargo:rustc-cfg=`, as the `mimalloc` crate's does. This crate is compiled with the same
+//! cfgs.
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -100,6 +100,11 @@ fn value(plan: &Plan, name: &str) -> Option<Option<&'static str>> {
         .map(|d| d.value)
 }
 
+/// Whether the plan publishes `cfg` ([`plan::Published`]).
+fn publishes(plan: &Plan, cfg: &str) -> bool {
+    plan.published.iter().any(|p| p.cfg == cfg)
+}
+
 fn has_flag(plan: &Plan, flag: &str) -> bool {
     plan.flags.contains(&flag) || plan.flags_if_supported.contains(&flag)
 }
@@ -286,7 +291,11 @@ fn memory_defaults_follow_the_benchmark() {
                 "{triple}"
             );
             let advised = advice && !v2_feature;
-            assert_eq!(plan.huge_block_advice, advised, "{triple}");
+            assert_eq!(
+                publishes(&plan, "mimalloc_huge_block_advice"),
+                advised,
+                "{triple}"
+            );
             assert_eq!(
                 value(&plan, "MI_NO_THP").is_some(),
                 advised,
@@ -789,7 +798,7 @@ fn the_profiler_records_stacks_where_the_c_library_can() {
             "{triple}"
         );
         assert_eq!(value(&plan, "MI_HAS_UNISTDH"), Some(Some("1")), "{triple}");
-        assert!(plan.profiler, "{triple}");
+        assert!(publishes(&plan, "mimalloc_profiler"), "{triple}");
     }
     for triple in [
         "x86_64-unknown-linux-musl",
@@ -798,20 +807,23 @@ fn the_profiler_records_stacks_where_the_c_library_can() {
     ] {
         let plan = default_plan(triple);
         assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None, "{triple}");
-        assert!(!plan.profiler, "{triple}");
+        assert!(!publishes(&plan, "mimalloc_profiler"), "{triple}");
     }
     for triple in ["x86_64-pc-windows-msvc", "x86_64-pc-windows-gnu"] {
         let plan = default_plan(triple);
         assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None, "{triple}");
         assert_eq!(value(&plan, "MI_HAS_UNISTDH"), None, "{triple}");
-        assert!(plan.profiler, "{triple}: CaptureStackBackTrace");
+        assert!(
+            publishes(&plan, "mimalloc_profiler"),
+            "{triple}: CaptureStackBackTrace"
+        );
     }
     let v2 = Features {
         v2: true,
         ..Features::default()
     };
     let plan = build(&target("x86_64-unknown-linux-gnu"), v2);
-    assert!(!plan.profiler);
+    assert!(!publishes(&plan, "mimalloc_profiler"));
     assert_eq!(value(&plan, "MI_HAS_EXECINFOH"), None);
     // FreeBSD's backtrace() lives in libexecinfo, and the profiler lists mappings through libutil.
     let bsd = default_plan("x86_64-unknown-freebsd");
@@ -845,14 +857,17 @@ fn registry_feature_names_map_to_their_defines() {
         1
     );
     assert!(
-        !plan.huge_block_advice,
+        !publishes(&plan, "mimalloc_huge_block_advice"),
         "no_thp leaves large blocks unadvised too"
     );
     assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), Some(Some("1")));
     let v2_no_thp = Features { v2: true, ..no_thp };
     assert_eq!(value(&build(&linux, v2_no_thp), "MI_NO_THP"), Some(None));
     assert_eq!(value(&build(&mac, no_thp), "MI_NO_THP"), None);
-    assert!(default_plan("x86_64-unknown-linux-gnu").huge_block_advice);
+    assert!(publishes(
+        &default_plan("x86_64-unknown-linux-gnu"),
+        "mimalloc_huge_block_advice"
+    ));
 
     let direct = with(|f| f.win_direct_tls = true);
     assert_eq!(
@@ -896,7 +911,7 @@ fn registry_feature_names_map_to_their_defines() {
     let pagemap = with(|f| f.free_use_pagemap = true);
     let plan = build(&linux, pagemap);
     assert_eq!(value(&plan, "MI_FREE_USE_PAGEMAP"), Some(Some("1")));
-    assert!(plan.page_map_free && !plan.small_free);
+    assert!(publishes(&plan, "mimalloc_page_map_free") && !publishes(&plan, "mimalloc_small_free"));
 }
 
 /// `debug_in_debug` is `debug` outside the release profile only; the plan publishes what the
@@ -913,10 +928,10 @@ fn debug_in_debug_follows_the_profile() {
         _ => panic!("the dev profile builds"),
     };
     assert_eq!(value(&dev, "MI_DEBUG"), Some(Some("3")));
-    assert!(dev.debug && !dev.small_free);
+    assert!(publishes(&dev, "mimalloc_debug") && !publishes(&dev, "mimalloc_small_free"));
     let release = build(&t, features);
     assert_eq!(value(&release, "MI_DEBUG"), Some(Some("0")));
-    assert!(!release.debug && release.small_free);
+    assert!(!publishes(&release, "mimalloc_debug") && publishes(&release, "mimalloc_small_free"));
 }
 
 /// `mi_free_small_nonnull` skips the lookup only in a mimalloc 3 build that keeps small pages'
@@ -924,8 +939,14 @@ fn debug_in_debug_follows_the_profile() {
 #[test]
 fn small_free_only_where_small_pages_are_aligned() {
     let t = target("x86_64-unknown-linux-gnu");
-    assert!(default_plan("x86_64-unknown-linux-gnu").small_free);
-    assert!(!default_plan("x86_64-unknown-linux-gnu").page_map_free);
+    assert!(publishes(
+        &default_plan("x86_64-unknown-linux-gnu"),
+        "mimalloc_small_free"
+    ));
+    assert!(!publishes(
+        &default_plan("x86_64-unknown-linux-gnu"),
+        "mimalloc_page_map_free"
+    ));
     for (name, features) in [
         (
             "v2",
@@ -963,17 +984,213 @@ fn small_free_only_where_small_pages_are_aligned() {
             },
         ),
     ] {
-        assert!(!build(&t, features).small_free, "{name}");
+        assert!(
+            !publishes(&build(&t, features), "mimalloc_small_free"),
+            "{name}"
+        );
     }
-    assert!(
-        build(
-            &t,
-            Features {
-                secure: true,
-                ..Features::default()
-            }
-        )
-        .page_map_free
+    let secure = build(
+        &t,
+        Features {
+            secure: true,
+            ..Features::default()
+        },
     );
-    assert!(default_plan("wasm32-wasip1").page_map_free);
+    assert!(publishes(&secure, "mimalloc_page_map_free"));
+    assert!(publishes(
+        &default_plan("wasm32-wasip1"),
+        "mimalloc_page_map_free"
+    ));
+}
+
+/// The feature sets the checks of the published decisions cover: none, each feature alone, and
+/// every pair of features.
+fn feature_sets() -> Vec<Features> {
+    let setters: [fn(&mut Features); 15] = [
+        |f| f.v2 = true,
+        |f| f.secure = true,
+        |f| f.debug = true,
+        |f| f.override_malloc = true,
+        |f| f.local_dynamic_tls = true,
+        |f| f.asan = true,
+        |f| f.tsan = true,
+        |f| f.valgrind = true,
+        |f| f.guarded = true,
+        |f| f.debug_in_debug = true,
+        |f| f.no_thp = true,
+        |f| f.win_direct_tls = true,
+        |f| f.skip_collect_on_exit = true,
+        |f| f.etw = true,
+        |f| f.free_use_pagemap = true,
+    ];
+    let mut sets = vec![Features::default()];
+    for (i, first) in setters.iter().enumerate() {
+        for second in &setters[i..] {
+            let mut features = Features::default();
+            first(&mut features);
+            second(&mut features);
+            sets.push(features);
+        }
+    }
+    sets
+}
+
+/// Every plan the checks of the published decisions cover: each target of [`FACTS`] with each
+/// of [`feature_sets`], in the release and the dev profile (the sanitizer features on a target
+/// compiled with the sanitizers, as they need), with the features and the profile it was
+/// decided for.
+fn covered_plans() -> Vec<(Target, Features, bool, Plan)> {
+    let mut plans = Vec::new();
+    for (triple, _) in FACTS {
+        for features in feature_sets() {
+            let mut t = target(triple);
+            if features.asan || features.tsan {
+                t.sanitizers = vec!["address".to_owned(), "thread".to_owned()];
+            }
+            for release in [true, false] {
+                if let Decision::Build(plan) = plan::decide(&t, &features, release) {
+                    plans.push((t.clone(), features, release, plan));
+                }
+            }
+        }
+    }
+    plans
+}
+
+/// Each published decision says what the defines say (in this test's own reading of them), and
+/// what the features asked for: a define and the cfg Rust reads cannot disagree.
+#[test]
+fn every_published_decision_follows_the_defines() {
+    for (t, f, release, plan) in covered_plans() {
+        let context = format!("{} {f:?} release {release}", t.triple);
+        // `#if NAME`: `cc` defines a name without a value as 1.
+        let on = |name: &str| matches!(value(&plan, name), Some(v) if v != Some("0"));
+        let v3 = plan.version == Version::V3;
+        let checked = on("MI_FREE_IS_CHECKED");
+        let page_map = checked || on("MI_FREE_USE_PAGEMAP");
+        // include/mimalloc/types.h: MI_PAGE_META_SMALL_IS_ALIGNED, with the page metadata
+        // aligned where free neither checks nor reads the page map.
+        let small_aligned = v3
+            && value(&plan, "MI_OPT_FREE_SMALL") != Some(Some("0"))
+            && !page_map
+            && !on("MI_SECURE")
+            && !on("MI_GUARDED");
+        let advice = publishes(&plan, "mimalloc_huge_block_advice");
+        let expected = [
+            ("mimalloc_runs", true),
+            ("mimalloc_debug", on("MI_DEBUG")),
+            ("mimalloc_guarded", on("MI_GUARDED")),
+            ("mimalloc_checked_free", checked),
+            ("mimalloc_page_map_free", page_map),
+            ("mimalloc_small_free", small_aligned && !on("MI_DEBUG")),
+            (
+                "mimalloc_profiler",
+                v3 && (t.is_windows() || on("MI_HAS_EXECINFOH")),
+            ),
+            (
+                "mimalloc_huge_block_advice",
+                advice && on("MI_NO_THP") && on("MI_DEFAULT_ALLOW_THP"),
+            ),
+            (
+                "mimalloc_large_request_cap",
+                v3 && t.pointer_width == 32 && !on("MI_SECURE"),
+            ),
+        ];
+        for (cfg, holds) in expected {
+            assert_eq!(publishes(&plan, cfg), holds, "{context}: {cfg}");
+        }
+        for published in &plan.published {
+            assert!(
+                expected.iter().any(|(cfg, _)| *cfg == published.cfg),
+                "{context}: {} is published but not checked here",
+                published.cfg
+            );
+            assert!(published.why.len() > 10, "{context}: {}", published.cfg);
+        }
+        // And what the features asked for.
+        let debug = f.debug || (f.debug_in_debug && !release);
+        assert_eq!(publishes(&plan, "mimalloc_debug"), debug, "{context}");
+        assert_eq!(publishes(&plan, "mimalloc_guarded"), f.guarded, "{context}");
+        assert_eq!(checked, v3 && f.secure, "{context}");
+        let page_map_asked = f.secure || f.free_use_pagemap || t.os == "wasi";
+        assert_eq!(page_map, v3 && page_map_asked, "{context}");
+        let linux_64 = t.os == "linux" && t.pointer_width == 64;
+        assert_eq!(advice, v3 && linux_64 && !f.no_thp, "{context}");
+    }
+}
+
+/// The workspace manifest's `check-cfg` list (which must stay in the manifest: cargo before
+/// 1.80 warns about `cargo:rustc-check-cfg`) names exactly the cfgs the plan publishes. The
+/// copy of the workspace that `scripts/msrv-workspace.sh` makes for Cargo 1.63 has no lint
+/// tables, and so nothing to check.
+#[test]
+fn the_check_cfg_list_names_exactly_the_published_decisions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(dir.join("../Cargo.toml")).unwrap();
+    if !manifest.contains("[workspace.lints.rust]") {
+        eprintln!(
+            "SKIPPED the_check_cfg_list_names_exactly_the_published_decisions: this workspace \
+             manifest has no lint tables (the Cargo 1.63 copy of scripts/msrv-workspace.sh)"
+        );
+        return;
+    }
+    let line = manifest
+        .lines()
+        .find(|l| l.starts_with("unexpected_cfgs") && l.contains("check-cfg"))
+        .expect("the workspace's unexpected_cfgs lint with its check-cfg list");
+    let listed: std::collections::BTreeSet<&str> = line
+        .split("\"cfg(")
+        .skip(1)
+        .map(|rest| rest.split(")\"").next().unwrap())
+        .collect();
+    let published: std::collections::BTreeSet<&str> = covered_plans()
+        .iter()
+        .flat_map(|(_, _, _, plan)| plan.published.iter().map(|p| p.cfg))
+        .collect();
+    assert_eq!(
+        listed, published,
+        "Cargo.toml's check-cfg list and the cfgs build/plan.rs publishes differ"
+    );
+}
+
+/// The rules of the vendored headers that `build/plan.rs` mirrors to decide `small_free` and
+/// `guarded` are still the ones it mirrors: an update of `vendor/` that changes one fails here
+/// until the plan is read against it again.
+#[test]
+fn the_header_rules_the_plan_mirrors_are_unchanged() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vendor/mimalloc");
+    let read = |path: &str| std::fs::read_to_string(dir.join(path)).unwrap();
+    for (path, line) in [
+        (
+            "v3/include/mimalloc/types.h",
+            "#if !defined(MI_GUARDED) && MI_DEBUG && !defined(NDEBUG) && !MI_OPT_FREE_SMALL",
+        ),
+        (
+            "v3/include/mimalloc/types.h",
+            "#if !MI_FREE_IS_CHECKED && !MI_FREE_USE_PAGEMAP",
+        ),
+        (
+            "v3/include/mimalloc/types.h",
+            "#if defined(MI_OPT_FREE_SMALL) && MI_OPT_FREE_SMALL==0",
+        ),
+        (
+            "v3/include/mimalloc/types.h",
+            "#elif (MI_OPT_FREE_SMALL || MI_PAGE_META_IS_ALIGNED) && !MI_SECURE && !MI_GUARDED",
+        ),
+        (
+            "v3/include/mimalloc/bits.h",
+            "#if MI_MAX_VABITS <= 40 && !defined(__APPLE__) && !MI_SECURE && !MI_FREE_IS_CHECKED && MI_FREE_USE_PAGEMAP",
+        ),
+        (
+            "v2/include/mimalloc/types.h",
+            "#if !defined(MI_GUARDED) && MI_DEBUG",
+        ),
+    ] {
+        assert!(
+            read(path).lines().any(|l| l.trim_end() == line
+                || l.starts_with(line) && l[line.len()..].trim_start().starts_with("//")),
+            "{path} no longer has `{line}`: read build/plan.rs's `small_free` and `guarded` \
+             against it again"
+        );
+    }
 }

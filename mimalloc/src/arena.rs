@@ -137,13 +137,13 @@ impl Arena {
         region: &'static mut [MaybeUninit<u8>],
         sharing: Sharing,
     ) -> Result<Arena, ArenaError> {
-        // mimalloc aligns the start itself, but `debug` builds of mimalloc 3 assert that the
-        // caller already did, so the alignment happens here for every build.
-        let misalignment = region.as_ptr() as usize % REGION_ALIGN;
+        // The start aligned as mimalloc would align it (`region_align`).
+        let align = region_align();
+        let misalignment = region.as_ptr() as usize % align;
         let skip = if misalignment == 0 {
             0
         } else {
-            REGION_ALIGN - misalignment
+            align - misalignment
         };
         let region = region.get_mut(skip..).ok_or(ArenaError::Refused)?;
         let mut id = MaybeUninit::<ffi::mi_arena_id_t>::uninit();
@@ -192,29 +192,29 @@ impl Arena {
     }
 }
 
-/// Where mimalloc wants a caller's region to start, and the least it must hold from there: one
-/// segment (32 MiB, 4 MiB on 32-bit targets) with mimalloc 2; with mimalloc 3, the alignment of
-/// its page metadata (256 MiB, 32 MiB on 32-bit targets: `MI_PAGE_META_ALIGNMENT`, which lets
-/// `free` find a page by masking the pointer), or one arena slice (64 KiB, 32 KiB on 32-bit)
-/// where the build looks pages up in the page map instead (`secure`, `free_use_pagemap`, WASI:
-/// mimalloc-sys's plan decides, `cfg(mimalloc_page_map_free)`).
-const REGION_ALIGN: usize = if cfg!(feature = "v2") {
-    if cfg!(target_pointer_width = "64") {
-        32 << 20
-    } else {
-        4 << 20
-    }
-} else if cfg!(mimalloc_page_map_free) {
-    if cfg!(target_pointer_width = "64") {
-        64 << 10
-    } else {
-        32 << 10
-    }
-} else if cfg!(target_pointer_width = "64") {
-    256 << 20
-} else {
-    32 << 20
-};
+/// Where mimalloc 3 wants a caller's region to start, which the region must still be able to
+/// hold from there: `mi_arena_min_alignment()`, mimalloc's own `MI_ARENA_ALIGNMENT` for this
+/// build (the page metadata's alignment, 256 MiB or 32 MiB on 32-bit targets, where `free`
+/// masks the pointer; one arena slice, 64 KiB or 32 KiB, where it reads the page map), so
+/// nothing here restates the C constants. mimalloc 3.6.0 aligns the start itself too, and its
+/// debug builds do not assert that the caller did (`tests/tests/arena.rs`'s misaligned region
+/// passes a `debug` build without this step): aligning here first only refuses a region too
+/// short for an aligned start without mimalloc's warning on stderr.
+#[cfg(not(feature = "v2"))]
+fn region_align() -> usize {
+    // SAFETY: `mi_arena_min_alignment` has no preconditions; it returns a build constant.
+    unsafe { ffi::mi_arena_min_alignment() }
+}
+
+/// mimalloc 2 exports no such alignment, and needs none from the caller: its
+/// `mi_manage_os_memory_ex` aligns the start to a segment (`MI_SEGMENT_ALIGN`) itself, refuses a
+/// region whose aligned rest is too small, and asserts nothing about the start in debug builds.
+/// So the region goes to it as it is, rather than aligned to a copy of its constant that could
+/// drift from it.
+#[cfg(feature = "v2")]
+fn region_align() -> usize {
+    1
+}
 
 /// How the caller's region is described to mimalloc. mimalloc 3's parameter is `is_pinned`:
 /// the memory must not be decommitted or reset, as befits memory mimalloc does not own.

@@ -10,6 +10,13 @@
 //! instructions it would have if written by hand; only the rare move of a resized block into a
 //! small page, off the hot path, is a function of its own. Blocks of 2 MiB and more get the
 //! huge-page advice on the way out (`huge_pages`), on the large paths only.
+//!
+//! What the routing depends on in the C build is decided by mimalloc-sys's build plan and read
+//! here as the cfgs it publishes, never re-derived from feature names or target facts: guard
+//! pages (`cfg(mimalloc_guarded)`, [`GUARDED`]), the small free (`cfg(mimalloc_small_free)`,
+//! `freed_small`), the cap on requests near 2 GiB (`cfg(mimalloc_large_request_cap)`,
+//! `beyond_largest`) and the huge-page advice (`cfg(mimalloc_huge_block_advice)`, in
+//! `huge_pages`). The one feature read here, `v2`, picks the bindings' entry points.
 
 use crate::huge_pages;
 use core::alloc::Layout;
@@ -29,8 +36,9 @@ const MIN_ALIGN: usize = 16;
 /// bindgen cannot evaluate the `sizeof` in its definition).
 const SMALL_SIZE_MAX: usize = ffi::MI_SMALL_WSIZE_MAX as usize * core::mem::size_of::<usize>();
 
-/// Whether mimalloc is built with guard pages (the `guarded` feature).
-pub(crate) const GUARDED: bool = cfg!(feature = "guarded");
+/// Whether mimalloc is built with guard pages (`MI_GUARDED`): mimalloc-sys's build plan
+/// decides it and publishes it as `cfg(mimalloc_guarded)`.
+pub(crate) const GUARDED: bool = cfg!(mimalloc_guarded);
 
 /// mimalloc's allocation entry points for one heap. Null means out of memory (or a request no
 /// heap can satisfy); no function here unwinds.
@@ -98,20 +106,18 @@ fn plain_size(layout: Layout) -> Option<usize> {
 }
 
 /// Whether `layout` is beyond the largest block the vendored mimalloc can serve without
-/// crashing: on 32-bit targets mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
+/// crashing: in the builds where mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
 /// 2 GiB block and then faults building its free list, where it should return null
-/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). Such requests fail
-/// here instead, with the alignment's over-allocation counted in. On 64-bit targets, with
-/// mimalloc 2, and in `secure` builds (which serve such a block, and it can be written through)
-/// the test is compiled out.
+/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). mimalloc-sys's
+/// build plan says which builds those are, and why, and publishes it as
+/// `cfg(mimalloc_large_request_cap)`: mimalloc 3 on 32-bit targets, but for `secure` builds
+/// (`MI_SECURE`), which serve such a block, and it can be written through. There such requests
+/// fail here instead, with the alignment's over-allocation counted in; elsewhere the test is
+/// compiled out.
 #[inline(always)]
 fn beyond_largest(layout: Layout) -> bool {
     const LARGEST: usize = (1 << 31) - (4 << 20);
-    cfg!(all(
-        target_pointer_width = "32",
-        not(feature = "v2"),
-        not(feature = "secure")
-    )) && layout.size() > LARGEST.saturating_sub(layout.align())
+    cfg!(mimalloc_large_request_cap) && layout.size() > LARGEST.saturating_sub(layout.align())
 }
 
 /// A block for `layout` from `heap`, or null.
@@ -178,10 +184,11 @@ pub(crate) unsafe fn realloc(
     old: Layout,
     new: Layout,
 ) -> *mut u8 {
-    // Into a small layout from another: mimalloc could shrink in place a block of a larger
-    // page (an over-aligned one whose usable rest is small), which `free` would then hand to
-    // `mi_free_small`; so the block moves.
-    if SMALL_FREE && in_small_page(new) && !in_small_page(old) {
+    // Into a layout that `free` hands to `mi_free_small_nonnull` from one it does not: mimalloc
+    // could shrink in place a block of a larger page (an over-aligned one whose usable rest is
+    // small), which must not reach the small free; so the block moves. Where the build has no
+    // small free, `freed_small` is constant false and the move is compiled out.
+    if freed_small(new) && !freed_small(old) {
         // SAFETY: forwarded contract.
         return unsafe { move_block(heap, ptr, old, new) };
     }
@@ -200,14 +207,29 @@ pub(crate) unsafe fn realloc(
 }
 
 /// Whether a block allocated (or resized) with `layout` lies in one of mimalloc 3's small pages
-/// (blocks up to 10 KiB), where `mi_free_small` finds its page without the general lookup: a
-/// plain layout of at most `SMALL_SIZE_MAX` bytes, served by `mi_malloc_small`. (An aligned
-/// layout of that size would qualify too while its alignment is at most its size, but the
-/// extra test costs more on every free than it saves on the rare aligned one.) [`realloc`]
-/// never leaves a block of another page under such a layout.
+/// (blocks up to 10 KiB), where `mi_free_small_nonnull` finds its page without the general
+/// lookup: a plain layout of at most `SMALL_SIZE_MAX` bytes, served by `mi_malloc_small`. (An
+/// aligned layout of that size would qualify too while its alignment is at most its size, but
+/// the extra test costs more on every free than it saves on the rare aligned one.) [`realloc`]
+/// never leaves a block of another page under such a layout where [`freed_small`] holds.
 #[inline(always)]
 fn in_small_page(layout: Layout) -> bool {
     layout.size() <= SMALL_SIZE_MAX && layout.align() <= MIN_ALIGN
+}
+
+/// Whether [`free`] hands a block of `layout` to mimalloc 3's `mi_free_small_nonnull`, which
+/// skips the general page lookup (BENCHMARKS.md, "Instructions per allocate+free pair"): the one
+/// decision both [`free`] and [`realloc`] follow. Only for layouts [`in_small_page`], and only
+/// where mimalloc-sys's build plan publishes `cfg(mimalloc_small_free)`: where mimalloc 3 keeps
+/// small pages' metadata at aligned addresses (`MI_PAGE_META_SMALL_IS_ALIGNED`: not with
+/// page-map free, `secure`, `guarded` or `valgrind`), and not in a debug build, whose `mi_free`
+/// reports a pointer mimalloc never returned, where the small variant takes the page from the
+/// address unchecked and faults on it (`tests/tests/hostile.rs`). Never with mimalloc 2, whose
+/// `mi_free_small` is `mi_free` under another name. Where it never holds, [`realloc`] moves no
+/// block either.
+#[inline(always)]
+fn freed_small(layout: Layout) -> bool {
+    cfg!(mimalloc_small_free) && in_small_page(layout)
 }
 
 /// Frees a block of any heap, from any thread.
@@ -218,26 +240,36 @@ fn in_small_page(layout: Layout) -> bool {
 #[inline(always)]
 pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
     let p = ptr.cast::<c_void>();
-    #[cfg(mimalloc_small_free)]
-    if in_small_page(layout) {
-        // SAFETY: a live (so non-null) block in a small page (`in_small_page`), which is what
-        // `mi_free_small_nonnull` requires; it takes the page from the block's address.
-        return unsafe { ffi::mi_free_small_nonnull(p) };
+    if freed_small(layout) {
+        // SAFETY: a live (so non-null) block in a small page (`in_small_page`) of a build whose
+        // small pages keep their metadata at aligned addresses (`freed_small`).
+        return unsafe { free_small(p) };
     }
-    let _ = layout;
     // SAFETY: the caller passes a live mimalloc block; `mi_free` finds its page (and the start
     // of an over-aligned block) itself.
     unsafe { ffi::mi_free(p) }
 }
 
-/// Whether [`free`] takes mimalloc 3's `mi_free_small_nonnull`, which skips the general page
-/// lookup (BENCHMARKS.md, "Instructions per allocate+free pair"). mimalloc-sys's build plan
-/// decides it (`Plan::small_free`): not with `secure` or a debug build, whose `mi_free` reports
-/// a pointer mimalloc never returned, where the small variant takes the page from the address
-/// unchecked and faults on it (`tests/tests/hostile.rs`); not where small pages keep their
-/// metadata elsewhere (page-map free, `guarded`, `valgrind`), which also leaves [`realloc`] no
-/// block to move; and not with mimalloc 2, whose `mi_free_small` is `mi_free` under another name.
-const SMALL_FREE: bool = cfg!(mimalloc_small_free);
+/// `mi_free_small_nonnull`, which takes the page from the block's address: the free of the
+/// blocks [`freed_small`] selects. The bindings of mimalloc 2 have none, and never need it
+/// (their build never publishes `cfg(mimalloc_small_free)`): there it is `mi_free`.
+///
+/// # Safety
+///
+/// `p` is a live block in a small page of a build where [`freed_small`] can hold.
+#[inline(always)]
+unsafe fn free_small(p: *mut c_void) {
+    // SAFETY: forwarded contract, which is what `mi_free_small_nonnull` requires.
+    #[cfg(not(feature = "v2"))]
+    unsafe {
+        ffi::mi_free_small_nonnull(p)
+    }
+    // SAFETY: a live block, which `mi_free` accepts from any page.
+    #[cfg(feature = "v2")]
+    unsafe {
+        ffi::mi_free(p)
+    }
+}
 
 /// Moves the block at `ptr` into a fresh block for `new`: allocates, copies, frees. Off the hot
 /// path, so not inlined.
