@@ -275,7 +275,6 @@ fn published(
     huge_block_advice: bool,
 ) -> Vec<Published> {
     let c = Preprocessor(defines);
-    let v3 = version == Version::V3;
     let mut published = Vec::new();
     let p = &mut published;
     publish(
@@ -301,6 +300,20 @@ fn published(
          what divides its size); mimalloc 2 deletes a heap it is asked to destroy",
     );
     free_published(p, &c, version);
+    target_published(p, target, &c, version, huge_block_advice);
+    published
+}
+
+/// What the target adds to the plan's defines: a stack walker, huge pages, a 32-bit address
+/// space.
+fn target_published(
+    p: &mut Vec<Published>,
+    target: &Target,
+    c: &Preprocessor,
+    version: Version,
+    huge_block_advice: bool,
+) {
+    let v3 = version == Version::V3;
     publish(
         p,
         v3 && (target.is_windows() || c.on("MI_HAS_EXECINFOH")),
@@ -325,7 +338,6 @@ fn published(
          return null (docs/known-issues.md; the canary in tests/tests/upstream_bugs.rs): the \
          routing core refuses such requests. MI_SECURE builds serve them",
     );
-    published
 }
 
 fn publish(published: &mut Vec<Published>, holds: bool, cfg: &'static str, why: &'static str) {
