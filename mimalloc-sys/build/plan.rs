@@ -204,7 +204,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     } else {
         Version::V3
     };
-    let advice = huge_block_advice(target, version, features);
+    let advice = adaptive_thp(target, version, features);
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
@@ -266,13 +266,13 @@ fn define(
 /// The decisions Rust code reads ([`Published`]), each from the plan's own decision: read off
 /// the defines as the C preprocessor sees them where the fact is a consequence of the defines
 /// (mirroring the vendored headers where they derive it, [`free_published`]), and
-/// `huge_block_advice` from the decision [`memory_defaults`] follows, which no define tells
+/// `adaptive_thp` from the decision [`memory_defaults`] follows, which no define tells
 /// apart from `no_thp`.
 fn published(
     target: &Target,
     version: Version,
     defines: &[Define],
-    huge_block_advice: bool,
+    adaptive_thp: bool,
 ) -> Vec<Published> {
     let c = Preprocessor(defines);
     let mut published = Vec::new();
@@ -300,7 +300,7 @@ fn published(
          what divides its size); mimalloc 2 deletes a heap it is asked to destroy",
     );
     free_published(p, &c, version);
-    target_published(p, target, &c, version, huge_block_advice);
+    target_published(p, target, &c, version, adaptive_thp);
     published
 }
 
@@ -311,7 +311,7 @@ fn target_published(
     target: &Target,
     c: &Preprocessor,
     version: Version,
-    huge_block_advice: bool,
+    adaptive_thp: bool,
 ) {
     let v3 = version == Version::V3;
     publish(
@@ -324,10 +324,18 @@ fn target_published(
     );
     publish(
         p,
-        huge_block_advice,
-        "mimalloc_huge_block_advice",
-        "MI_NO_THP for huge pages for large blocks only: the routing core advises each block of \
-         2 MiB or more instead (`huge_block_advice` in build/plan.rs)",
+        adaptive_thp,
+        "mimalloc_adaptive_thp",
+        "MI_NO_THP so that the safe crate's memory policy decides which memory gets transparent \
+         huge pages: a heap once it has grown, and large blocks (`adaptive_thp` in \
+         build/plan.rs)",
+    );
+    publish(
+        p,
+        background_purge(target, version),
+        "mimalloc_background_purge",
+        "mimalloc 3 on Linux or Android: the safe crate's background purge hands freed memory \
+         back once the purge delay has passed (`background_purge` in build/plan.rs)",
     );
     publish(
         p,
@@ -764,15 +772,26 @@ fn tls_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) 
     }
 }
 
-/// Whether the routing core advises the kernel to back each block of 2 MiB or more with
-/// transparent huge pages (`cfg(mimalloc_huge_block_advice)` in the safe crate), mimalloc itself
-/// leaving its arenas to the kernel's default (`MI_NO_THP`, see [`memory_defaults`]): mimalloc 3
-/// on 64-bit Linux, where huge pages pay for large blocks and cost small heaps their size.
-/// Android keeps huge pages off, 32-bit Linux too (its address space is too tight for 2 MiB
-/// granules), and mimalloc 2 keeps its own advice on segments.
-/// The `no_thp` feature turns it off with the rest of mimalloc's huge-page advice.
-pub fn huge_block_advice(target: &Target, version: Version, features: &Features) -> bool {
+/// Whether the safe crate's memory policy decides which memory gets transparent huge pages
+/// (`cfg(mimalloc_adaptive_thp)`: `mimalloc/src/policy/`), mimalloc itself advising none of its
+/// arenas (`MI_NO_THP`, see [`memory_defaults`]): mimalloc 3 on 64-bit Linux, where huge pages
+/// pay for large heaps and large blocks and cost small heaps their size, so the policy gives
+/// them to a heap once it has grown (BENCHMARKS.md, "The memory policy"). Android keeps huge
+/// pages off, 32-bit Linux too (its address space is too tight for 2 MiB granules), and
+/// mimalloc 2 keeps its own advice on segments. The `no_thp` feature turns it off with the rest
+/// of mimalloc's huge-page advice.
+pub fn adaptive_thp(target: &Target, version: Version, features: &Features) -> bool {
     version == Version::V3 && target.os == "linux" && target.pointer_width == 64 && !features.no_thp
+}
+
+/// Whether the safe crate runs the background purge (`cfg(mimalloc_background_purge)`:
+/// `mimalloc/src/policy/purge.rs`), a thread that hands freed memory back to the OS once the
+/// purge delay has passed, which mimalloc 3 otherwise does only when the program allocates or
+/// frees again: mimalloc 3 on Linux and Android, whose ELF loader runs the crate's load and
+/// unload hooks and whose futex lets the thread sleep until it is woken or its delay passes.
+/// Elsewhere freed memory goes back when the program touches its heap again, as in mimalloc.
+pub fn background_purge(target: &Target, version: Version) -> bool {
+    version == Version::V3 && (target.os == "linux" || target.os == "android")
 }
 
 /// The option defaults chosen on the benchmark (BENCHMARKS.md, "The option defaults"): the
@@ -784,7 +803,7 @@ fn memory_defaults(
     target: &Target,
     version: Version,
     features: &Features,
-    huge_block_advice: bool,
+    adaptive_thp: bool,
 ) {
     let has_thp = target.os == "linux" || target.os == "android";
     if features.no_thp && has_thp {
@@ -798,7 +817,7 @@ fn memory_defaults(
              with the registry crates",
         );
     }
-    if huge_block_advice {
+    if adaptive_thp {
         // `no_thp` turns the advice off, so MI_NO_THP is not defined twice.
         define(
             defines,

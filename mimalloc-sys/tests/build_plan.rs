@@ -292,7 +292,7 @@ fn memory_defaults_follow_the_benchmark() {
             );
             let advised = advice && !v2_feature;
             assert_eq!(
-                publishes(&plan, "mimalloc_huge_block_advice"),
+                publishes(&plan, "mimalloc_adaptive_thp"),
                 advised,
                 "{triple}"
             );
@@ -857,7 +857,7 @@ fn registry_feature_names_map_to_their_defines() {
         1
     );
     assert!(
-        !publishes(&plan, "mimalloc_huge_block_advice"),
+        !publishes(&plan, "mimalloc_adaptive_thp"),
         "no_thp leaves large blocks unadvised too"
     );
     assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), Some(Some("1")));
@@ -866,7 +866,7 @@ fn registry_feature_names_map_to_their_defines() {
     assert_eq!(value(&build(&mac, no_thp), "MI_NO_THP"), None);
     assert!(publishes(
         &default_plan("x86_64-unknown-linux-gnu"),
-        "mimalloc_huge_block_advice"
+        "mimalloc_adaptive_thp"
     ));
 
     let direct = with(|f| f.win_direct_tls = true);
@@ -1075,7 +1075,7 @@ fn every_published_decision_follows_the_defines() {
             && !page_map
             && !on("MI_SECURE")
             && !on("MI_GUARDED");
-        let advice = publishes(&plan, "mimalloc_huge_block_advice");
+        let advice = publishes(&plan, "mimalloc_adaptive_thp");
         let expected = [
             ("mimalloc_runs", true),
             ("mimalloc_debug", on("MI_DEBUG")),
@@ -1088,8 +1088,12 @@ fn every_published_decision_follows_the_defines() {
                 v3 && (t.is_windows() || on("MI_HAS_EXECINFOH")),
             ),
             (
-                "mimalloc_huge_block_advice",
+                "mimalloc_adaptive_thp",
                 advice && on("MI_NO_THP") && on("MI_DEFAULT_ALLOW_THP"),
+            ),
+            (
+                "mimalloc_background_purge",
+                v3 && (t.os == "linux" || t.os == "android"),
             ),
             (
                 "mimalloc_large_request_cap",

@@ -87,8 +87,6 @@ mod error;
 #[cfg(mimalloc_runs)]
 mod heap;
 #[cfg(mimalloc_runs)]
-mod huge_pages;
-#[cfg(mimalloc_runs)]
 mod info;
 #[cfg(mimalloc_runs)]
 mod options;
@@ -108,6 +106,9 @@ compile_error!(
 compile_error!(
     "the `profile` feature needs mimalloc 3: mimalloc 2 (the `v2` feature) has no heap profiler"
 );
+// The memory policy: huge pages once the heap has grown, and memory back when it is quiet.
+#[cfg(mimalloc_runs)]
+pub mod policy;
 #[cfg(mimalloc_runs)]
 mod route;
 #[cfg(mimalloc_runs)]

@@ -15,10 +15,10 @@
 //! here as the cfgs it publishes, never re-derived from feature names or target facts: guard
 //! pages (`cfg(mimalloc_guarded)`, [`GUARDED`]), the small free (`cfg(mimalloc_small_free)`,
 //! `freed_small`), the cap on requests near 2 GiB (`cfg(mimalloc_large_request_cap)`,
-//! `beyond_largest`) and the huge-page advice (`cfg(mimalloc_huge_block_advice)`, in
+//! `beyond_largest`) and the huge-page advice (`cfg(mimalloc_adaptive_thp)`, in
 //! `huge_pages`). The one feature read here, `v2`, picks the bindings' entry points.
 
-use crate::huge_pages;
+use crate::policy;
 use core::alloc::Layout;
 use core::ffi::c_void;
 use mimalloc_sys as ffi;
@@ -127,21 +127,24 @@ pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
         // SAFETY: the size is at most `SMALL_SIZE_MAX`.
         Some(size) if size <= SMALL_SIZE_MAX => unsafe { heap.malloc_small(size) },
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => large(heap.malloc(size), size),
+        Some(size) => large(size, || heap.malloc(size)),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => large(
-            unsafe { heap.malloc_aligned(layout.size(), layout.align()) },
-            layout.size(),
-        ),
+        None => large(layout.size(), || unsafe {
+            heap.malloc_aligned(layout.size(), layout.align())
+        }),
     };
     p.cast()
 }
 
-/// A block from one of the paths that serve blocks above `SMALL_SIZE_MAX`: blocks of 2 MiB or
-/// more get the huge-page advice where the build asks for it (`huge_pages`).
+/// A block of `size` bytes from `serve`, one of the paths for blocks above `SMALL_SIZE_MAX`,
+/// with the memory policy's two calls around it (`policy`): before, a block of 2 MiB or more
+/// may switch the heap to huge pages, so that it is born in them; after, such a block outside
+/// the heap's advised memory is advised itself.
 #[inline(always)]
-fn large(block: *mut c_void, size: usize) -> *mut c_void {
-    huge_pages::advise_block(block.cast(), size);
+fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
+    policy::before_large(size);
+    let block = serve();
+    policy::after_large(block.cast(), size);
     block
 }
 
@@ -160,12 +163,11 @@ pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
             p
         }
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => large(heap.zalloc(size), size),
+        Some(size) => large(size, || heap.zalloc(size)),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => large(
-            unsafe { heap.zalloc_aligned(layout.size(), layout.align()) },
-            layout.size(),
-        ),
+        None => large(layout.size(), || unsafe {
+            heap.zalloc_aligned(layout.size(), layout.align())
+        }),
     };
     p.cast()
 }
@@ -196,14 +198,14 @@ pub(crate) unsafe fn realloc(
         return core::ptr::null_mut();
     }
     let p = ptr.cast::<c_void>();
-    let q = match plain_size(new) {
+    let q = large(new.size(), || match plain_size(new) {
         // SAFETY: `p` is live (caller contract); a plain block of `size` bytes is aligned to
         // `new.align()` (see `plain_size`), and so is the old block if it stays in place.
         Some(size) => unsafe { heap.realloc(p, size) },
         // SAFETY: as above; `align` is a power of two (a `Layout` invariant).
         None => unsafe { heap.realloc_aligned(p, new.size(), new.align()) },
-    };
-    large(q, new.size()).cast()
+    });
+    q.cast()
 }
 
 /// Whether a block allocated (or resized) with `layout` lies in one of mimalloc 3's small pages

@@ -50,7 +50,9 @@ impl From<ffi::mi_stat_count_t> for Count {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Address space reserved from the OS.
+    /// Address space reserved from the OS, including the arenas the memory policy reserves for
+    /// the heap ([`crate::policy`]), which mimalloc's own printouts ([`stats_print`],
+    /// [`stats_json`]) leave out as they do all memory a program hands to mimalloc.
     pub reserved: Count,
     /// Memory committed from the OS. On systems that overcommit (Linux) mimalloc commits its
     /// arenas eagerly and gives memory back by purging it, which makes it non-resident without
@@ -129,8 +131,14 @@ impl Stats {
             allocated.total += huge.total;
             (allocated, None::<[i64; 4]>)
         };
+        let policy = crate::policy::reserved() as i64;
         Stats {
-            reserved: raw.reserved.into(),
+            reserved: Count {
+                current: raw.reserved.current + policy,
+                // An upper bound, as the policy reserves its arenas before the heap grows.
+                peak: raw.reserved.peak + policy,
+                total: raw.reserved.total + policy,
+            },
             committed: raw.committed.into(),
             page_committed: raw.page_committed.into(),
             pages: raw.pages.into(),

@@ -1,7 +1,9 @@
-//! Huge pages for large blocks only: where the build plan asks for it (mimalloc 3 on 64-bit
-//! Linux, `cfg(mimalloc_huge_block_advice)`), a block of 2 MiB or more is advised for
+//! Huge pages for large blocks in a small heap: where the memory policy decides huge pages
+//! (mimalloc 3 on 64-bit Linux, `cfg(mimalloc_adaptive_thp)`) and the heap is kept in 4 KiB
+//! pages (`MIMALLOC_HUGE_PAGES_FROM=off`), a block of 2 MiB or more is still advised for
 //! transparent huge pages (the kernel shows `hg` in the mapping's `VmFlags`), and the rest of
-//! mimalloc's memory is not; `MIMALLOC_ALLOW_THP=0` turns the advice off.
+//! the heap's memory is not; `MIMALLOC_ALLOW_THP=0` turns the advice off. `policy.rs` tests the
+//! heap's switch itself.
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::{is_child, run_child};
@@ -48,7 +50,7 @@ fn advised() -> (bool, bool) {
     let start = large.as_ptr() as usize;
     let first_huge_page = (start + HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
     // Past the huge page the block ends in, which the advice takes in whole, and within the
-    // arena of 1 GiB that mimalloc reserves at start-up and carved the block from.
+    // arena of 1 GiB that the policy reserves at start-up and mimalloc carved the block from.
     let beyond = ((start + large.capacity()) & !(HUGE_PAGE - 1)) + 2 * HUGE_PAGE;
     let hg = |flags: Vec<String>| flags.iter().any(|f| f == "hg");
     (hg(vm_flags(beyond)), hg(vm_flags(first_huge_page)))
@@ -56,8 +58,8 @@ fn advised() -> (bool, bool) {
 
 #[test]
 #[cfg_attr(
-    not(mimalloc_huge_block_advice),
-    ignore = "this build leaves huge pages to mimalloc (the plan advises large blocks with mimalloc 3 on 64-bit Linux only)"
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy decides them with mimalloc 3 on 64-bit Linux only)"
 )]
 fn large_blocks_and_only_they_are_advised_for_huge_pages() {
     const TEST: &str = "large_blocks_and_only_they_are_advised_for_huge_pages";
@@ -73,13 +75,14 @@ fn large_blocks_and_only_they_are_advised_for_huge_pages() {
         );
     }
     if !is_child() {
-        // In a child of its own, so that no other test's blocks share the ranges, and with the
-        // option as the build sets it.
-        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "1")]);
+        // In a child of its own, so that no other test's blocks share the ranges, with the
+        // option as the build sets it, and a heap that never switches as a whole.
+        let small_heap = ("MIMALLOC_HUGE_PAGES_FROM", "off");
+        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "1"), small_heap]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{out:?}");
         assert!(text.contains("advised: beyond false, large true"), "{text}");
-        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "0")]);
+        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "0"), small_heap]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{out:?}");
         assert!(

@@ -195,6 +195,72 @@ fn child_plugin_first_used_by_a_thread_that_exits() {
     run_scenario("child_plugin_first_used_by_a_thread_that_exits", false);
 }
 
+/// A library whose heap has grown runs the memory policy's background purge thread; unloading
+/// the library must stop that thread first (its code goes with the library), and loading it
+/// again starts a new one. Three rounds of `dlopen`, growth and `dlclose`, counting the
+/// threads named `mimalloc-purge` after each step.
+#[test]
+#[cfg_attr(
+    not(all(mimalloc_background_purge, target_os = "linux")),
+    ignore = "the background purge runs with mimalloc 3 on Linux and Android; the thread count is read from Linux's /proc"
+)]
+fn child_unloaded_plugin_stops_its_purge_thread() {
+    const TEST: &str = "child_unloaded_plugin_stops_its_purge_thread";
+    if !is_child() {
+        let library = plugin_library();
+        let library = library.to_str().expect("a UTF-8 library path");
+        let child =
+            run_child_with_timeout(TEST, &[(PLUGIN_VAR, library)], Duration::from_secs(600));
+        assert!(
+            child.succeeded() && child.stdout.contains("UNLOAD OK"),
+            "the host process {}.\nstdout:\n{}\nstderr:\n{}",
+            ending(&child.status),
+            child.stdout,
+            child.stderr
+        );
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    unload_rounds();
+}
+
+/// Threads of this process named `mimalloc-purge`.
+#[cfg(target_os = "linux")]
+fn purge_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("Linux lists a process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "mimalloc-purge")
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+fn unload_rounds() {
+    let path = std::env::var_os(PLUGIN_VAR).expect("the parent names the library");
+    let path = std::ffi::CString::new(host_path(Path::new(&path)).iter().map(|&c| c as u8).take_while(|&c| c != 0).collect::<Vec<u8>>())
+        .expect("no nul byte in the path");
+    for round in 0..3 {
+        assert_eq!(purge_threads(), 0, "round {round}: a purge thread before loading");
+        // SAFETY: a nul-terminated path; the library's initializers are the crate's own.
+        let library = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!library.is_null(), "round {round}: dlopen failed");
+        // SAFETY: the library is loaded; the name is nul-terminated.
+        let grow = unsafe { libc::dlsym(library, b"plugin_grow\0".as_ptr().cast()) };
+        assert!(!grow.is_null(), "round {round}: no plugin_grow");
+        // SAFETY: `plugin_grow` has this signature (tests/plugin/src/lib.rs).
+        let grow: extern "C" fn(u32) -> c_int = unsafe { std::mem::transmute(grow) };
+        assert_eq!(grow(64), 1, "round {round}: the purge thread did not start");
+        assert_eq!(purge_threads(), 1, "round {round}: purge threads while loaded");
+        // SAFETY: nothing of the library is used after this.
+        assert_eq!(unsafe { libc::dlclose(library) }, 0, "round {round}: dlclose");
+        // SAFETY: asks whether the library is still loaded, without loading it.
+        let still = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        assert!(still.is_null(), "round {round}: the library stayed loaded after dlclose");
+        assert_eq!(purge_threads(), 0, "round {round}: the purge thread outlived its library");
+    }
+    println!("UNLOAD OK: 3 rounds of load, growth and unload, each purge thread stopped");
+}
+
 /// The library to load: `MIMALLOC_TEST_PLUGIN`, or a fresh build of `tests/plugin`.
 fn plugin_library() -> PathBuf {
     if let Some(path) = std::env::var_os(PLUGIN_VAR) {

@@ -1,6 +1,8 @@
 //! One measurement: one process running one workload, its run time (as the driver timed it),
 //! its peak resident set size and its minor page faults (as the kernel accounted them, from
-//! `wait4`'s rusage); or one whole program, timed from start to exit (`product`).
+//! `wait4`'s rusage), and for a workload that goes quiet after its run, the resident memory
+//! it read then (as the driver printed it); or one whole program, timed from start to exit
+//! (`product`).
 
 use crate::env;
 use crate::variants::Variant;
@@ -22,6 +24,10 @@ pub struct Sample {
     /// peak RSS): pages the kernel had to map, which purging and huge pages change the most.
     /// `None` where the platform does not report them.
     pub minor_faults: Option<u64>,
+    /// The resident memory (KiB) a workload that goes quiet after its run read at the end of
+    /// its quiet phase: what the allocator kept of the run. `None` for the other workloads
+    /// and where the platform does not report it.
+    pub quiet_rss_kib: Option<u64>,
 }
 
 /// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
@@ -48,7 +54,7 @@ pub fn run(
             finished.stderr.trim()
         ));
     }
-    let run = sample(&finished, &what)?;
+    let run = sample(&finished.stdout, finished.usage, &what)?;
     Ok(match workload.timing {
         Timing::Run => run,
         Timing::WholeProcess => Sample {
@@ -141,12 +147,13 @@ pub fn run_whole(command: Command, what: &str) -> Result<Sample, String> {
         cpu_nanos: finished.usage.cpu_nanos,
         peak_rss_kib: finished.usage.peak_rss_kib,
         minor_faults: finished.usage.minor_faults,
+        quiet_rss_kib: None,
     })
 }
 
-/// The sample in a successful run's `key=value` line, once its checksum is the expected one.
-fn sample(finished: &Finished, what: &str) -> Result<Sample, String> {
-    let stdout = &finished.stdout;
+/// The sample in a successful run's `key=value` line (`stdout`), with what the kernel
+/// accounted for its process, once its checksum is the expected one.
+fn sample(stdout: &str, usage: Usage, what: &str) -> Result<Sample, String> {
     let field = |name: &str| -> Option<u64> {
         stdout
             .split_whitespace()
@@ -164,8 +171,9 @@ fn sample(finished: &Finished, what: &str) -> Result<Sample, String> {
     Ok(Sample {
         nanos,
         cpu_nanos: field("cpu_nanos"),
-        peak_rss_kib: finished.usage.peak_rss_kib,
-        minor_faults: finished.usage.minor_faults,
+        peak_rss_kib: usage.peak_rss_kib,
+        minor_faults: usage.minor_faults,
+        quiet_rss_kib: field("quiet_rss_kib"),
     })
 }
 
@@ -224,4 +232,37 @@ fn max_rss_kib(usage: &libc::rusage) -> u64 {
 fn wait(mut child: std::process::Child) -> Result<(bool, Usage), String> {
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
     Ok((status.success(), Usage::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Usage, sample};
+
+    const USAGE: Usage = Usage {
+        peak_rss_kib: Some(4096),
+        minor_faults: Some(900),
+        cpu_nanos: Some(7),
+    };
+
+    #[test]
+    fn the_quiet_figure_is_read_from_the_line_when_the_driver_prints_it() {
+        let line = "workload=idle-still nanos=250 cpu_nanos=240 checksum=9 expected=9 \
+                    quiet_rss_kib=8444\n";
+        let s = sample(line, USAGE, "idle-still").expect("a successful run's line");
+        assert_eq!(s.quiet_rss_kib, Some(8444));
+        assert_eq!((s.nanos, s.cpu_nanos), (250, Some(240)));
+        assert_eq!((s.peak_rss_kib, s.minor_faults), (Some(4096), Some(900)));
+    }
+
+    #[test]
+    fn a_line_without_the_quiet_figure_still_parses() {
+        let line = "workload=growth nanos=250 checksum=9 expected=9\n";
+        let s = sample(line, USAGE, "growth").expect("a successful run's line");
+        assert_eq!((s.nanos, s.cpu_nanos, s.quiet_rss_kib), (250, None, None));
+        assert_eq!(s.peak_rss_kib, Some(4096));
+        // The line's own figures decide whether the run passed, the optional ones never.
+        let wrong = "workload=growth nanos=250 checksum=9 expected=8 quiet_rss_kib=1";
+        assert!(sample(wrong, USAGE, "growth").is_err());
+        assert!(sample("workload=growth checksum=9 expected=9", USAGE, "growth").is_err());
+    }
 }

@@ -75,6 +75,24 @@ impl Samples {
         median(rss.map(|k| k as f64 / 1024.0).collect())
     }
 
+    /// Median resident memory after the quiet phase, in MiB; `None` for a workload without one.
+    pub fn median_quiet_mib(&self, w: usize, v: usize) -> Option<f64> {
+        let quiet = self.grid[w][v]
+            .iter()
+            .flatten()
+            .filter_map(|s| s.quiet_rss_kib);
+        median(quiet.map(|k| k as f64 / 1024.0).collect())
+    }
+
+    /// Whether any run of workload `w` reported its resident memory after going quiet.
+    pub fn has_quiet(&self, w: usize) -> bool {
+        self.grid[w]
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|s| s.quiet_rss_kib.is_some())
+    }
+
     /// Median minor page faults.
     pub fn median_minor_faults(&self, w: usize, v: usize) -> Option<f64> {
         let faults = self.grid[w][v]
@@ -147,6 +165,7 @@ mod tests {
                 cpu_nanos: Some(nanos * 2),
                 peak_rss_kib: Some(kib),
                 minor_faults: Some(kib / 4),
+                quiet_rss_kib: Some(kib / 2),
             })
         };
         // The machine slows down over the rounds; the paired ratio stays 0.5 throughout,
@@ -163,6 +182,9 @@ mod tests {
         assert_eq!(s.spread(0, 0), Some(1.5));
         assert_eq!(s.stall(0, 0), Some(2.0));
         assert_eq!(s.median_minor_faults(0, 1), Some(750.0));
+        assert_eq!(s.median_quiet_mib(0, 1), Some(1500.0 / 1024.0));
+        assert!(s.has_quiet(0));
+        assert!(!Samples::new(1, 2, 3).has_quiet(0), "no run, no figure");
         // A failed run leaves its round out of the pairs.
         s.grid[0][1][2] = None;
         assert_eq!(s.time_ratio(0, 1, 0), Some(0.5));

@@ -12,6 +12,7 @@ pub const TWO_THREADS: Workload = Workload {
     summary: "1 producer thread allocates messages, 1 consumer thread frees them (channels)",
     prepare: |scale| prepare(scale, 2),
     timing: Timing::Run,
+    quiet: None,
 };
 
 pub const FOUR_THREADS: Workload = Workload {
@@ -19,6 +20,7 @@ pub const FOUR_THREADS: Workload = Workload {
     summary: "2 producer threads allocate messages, 2 consumer threads free them (channels)",
     prepare: |scale| prepare(scale, 4),
     timing: Timing::Run,
+    quiet: None,
 };
 
 /// Messages travel in batches, as a pipeline stage sends them; one channel send per batch.

@@ -14,6 +14,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "JSON-like trees (maps, arrays, strings, numbers) of 2 to 25k nodes, built, walked, dropped",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const WORDS: [&str; 8] = [

@@ -8,11 +8,14 @@
 //! ```
 //!
 //! `run` prints one line, `workload=<name> nanos=<run time> cpu_nanos=<..> checksum=<..>
-//! expected=<..>`, and exits with status 1 when the checksum is not the expected one.
-//! `cpu_nanos` is the process's user+system CPU time during the run, all threads included
-//! (absent where the platform has no `getrusage`).
+//! expected=<..> quiet_rss_kib=<..>`, and exits with status 1 when the checksum is not the
+//! expected one. `cpu_nanos` is the process's user+system CPU time during the run, all threads
+//! included (absent where the platform has no `getrusage`). `quiet_rss_kib` is the resident
+//! memory a workload that goes quiet after its run read at the end of its quiet phase (which
+//! the run time leaves out), in KiB; absent for the other workloads, and where the platform
+//! does not say.
 
-use crate::{Scale, find};
+use crate::{Scale, Workload, find};
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -34,28 +37,10 @@ pub fn main(args: &[String]) -> ExitCode {
             let Some(workload) = find(name) else {
                 return usage(&format!("no workload called {name}"));
             };
-            let scale = match rest {
-                [] => Scale::Full,
-                ["--quick"] => Scale::Quick,
-                _ => return usage("`run` takes a workload name and optionally --quick"),
-            };
-            let run = (workload.prepare)(scale);
-            let (start, cpu_start) = (Instant::now(), cpu_nanos());
-            let outcome = run();
-            let nanos = start.elapsed().as_nanos();
-            let cpu = match (cpu_start, cpu_nanos()) {
-                (Some(a), Some(b)) => format!(" cpu_nanos={}", b.saturating_sub(a)),
-                _ => String::new(),
-            };
-            println!(
-                "workload={name} nanos={nanos}{cpu} checksum={} expected={}",
-                outcome.checksum, outcome.expected
-            );
-            if outcome.passed() {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("{name}: the result check failed");
-                ExitCode::FAILURE
+            match rest {
+                [] => run(workload, Scale::Full),
+                ["--quick"] => run(workload, Scale::Quick),
+                _ => usage("`run` takes a workload name and optionally --quick"),
             }
         }
         ["pairs", kind, count] => {
@@ -73,6 +58,38 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         _ => usage("unknown command"),
     }
+}
+
+/// Prepares and runs (timed) one workload, then its quiet phase if it has one (untimed), and
+/// prints and checks the result.
+fn run(workload: &Workload, scale: Scale) -> ExitCode {
+    let name = workload.name;
+    let run = (workload.prepare)(scale);
+    let (start, cpu_start) = (Instant::now(), cpu_nanos());
+    let outcome = run();
+    let nanos = start.elapsed().as_nanos();
+    let cpu = cpu_start.zip(cpu_nanos()).map(|(a, b)| b.saturating_sub(a));
+    // After the clock has stopped, since the quiet phase stands for a service's idle time, and
+    // before anything is formatted, since `idle-still` must not allocate after its run.
+    let quiet_kib = workload.quiet.and_then(|quiet| quiet(scale));
+    println!(
+        "workload={name} nanos={nanos}{} checksum={} expected={}{}",
+        optional("cpu_nanos", cpu),
+        outcome.checksum,
+        outcome.expected,
+        optional("quiet_rss_kib", quiet_kib),
+    );
+    if outcome.passed() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{name}: the result check failed");
+        ExitCode::FAILURE
+    }
+}
+
+/// ` name=value`, or nothing for a figure the run does not have.
+fn optional(name: &str, value: Option<impl std::fmt::Display>) -> String {
+    value.map_or(String::new(), |v| format!(" {name}={v}"))
 }
 
 /// User plus system CPU time of the whole process so far (threads that ended included).

@@ -9,6 +9,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "Vec<u64> and String push-heavy, 64 interleaved at a time (the realloc path)",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const LANES: usize = 64;

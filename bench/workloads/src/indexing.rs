@@ -11,6 +11,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "build an inverted index HashMap<String, Vec<u32>> over generated text, then drop it",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const VOCABULARY: usize = 40_000;

@@ -10,6 +10,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "1-64 MiB blocks touched and freed; 64-4096-byte aligned blocks churned",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const MIB: usize = 1 << 20;

@@ -16,6 +16,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "150 buffers of 1-64 MiB in turn, one byte written per 4 KiB page, at most two alive",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const MIB: usize = 1 << 20;

@@ -14,6 +14,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "fresh 1-64 MiB Vec<u8>s, one byte written per 4 KiB page, freed or kept in turn",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const MIB: usize = 1 << 20;

@@ -2,10 +2,12 @@
 //!
 //! Each workload is modelled on a program whose team published allocator comparisons (a log
 //! viewer's producer loop, a search engine's indexer, a policy engine, a blockchain node's block
-//! replay, ...). A workload is prepared first (its input and the answer it must produce, both
-//! from a fixed seed), then run; only the run is timed. The run computes its answer from the
-//! memory it allocated, and the driver refuses a run whose answer differs: an allocator cannot
-//! win by doing less, and a broken one cannot pass.
+//! replay, ...) or on a shape of program users run (a cache, thread pools handing requests on,
+//! a service that goes quiet after a burst). A workload is prepared first (its input and the
+//! answer it must produce, both from a fixed seed), then run; only the run is timed. The run
+//! computes its answer from the memory it allocated, and the driver refuses a run whose answer
+//! differs: an allocator cannot win by doing less, and a broken one cannot pass. A workload
+//! that goes quiet after its run (untimed) also reports the resident memory it has then.
 //!
 //! Every allocator is linked into its own copy of the same driver ([`driver::main`]): the
 //! workloads never know which allocator serves them.
@@ -16,21 +18,26 @@ pub mod rng;
 mod cross_thread;
 mod document_tree;
 mod growth;
+mod idle;
 mod indexing;
 mod large_aligned;
 mod large_reuse;
 mod large_touch;
+mod pipeline;
 mod policy_eval;
 mod producer_consumer;
 mod producer_loop;
+mod regrowth;
 mod replay;
 mod server_churn;
 mod short_lived;
+mod small_heap;
 
 /// How much work a run does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
-    /// The measured size: each workload takes about 0.3-3 s in a release build.
+    /// The measured size: each workload's run takes about 0.3-3 s in a release build (the
+    /// quiet phase of a workload that goes quiet afterwards adds its 5 s, untimed).
     Full,
     /// About a fiftieth of it: enough to exercise every code path in milliseconds (tests).
     Quick,
@@ -77,7 +84,15 @@ pub struct Workload {
     pub prepare: fn(Scale) -> Run,
     /// What its time is.
     pub timing: Timing,
+    /// What the process does after the timed run, if it stands for a service that goes quiet
+    /// after a burst: the phase is left out of the time, and reports the resident memory the
+    /// allocator kept.
+    pub quiet: Option<Quiet>,
 }
+
+/// A quiet phase after the run: waits as an idle service does, then returns the process's
+/// resident memory in KiB (`None` where the platform does not say).
+pub type Quiet = fn(Scale) -> Option<u64>;
 
 /// What a workload's time measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,16 +111,21 @@ pub const ALL: &[Workload] = &[
     indexing::WORKLOAD,
     policy_eval::WORKLOAD,
     replay::WORKLOAD,
+    small_heap::WORKLOAD,
     cross_thread::TWO_THREADS,
     cross_thread::FOUR_THREADS,
     server_churn::WORKLOAD,
     growth::WORKLOAD,
+    regrowth::WORKLOAD,
     large_aligned::WORKLOAD,
     large_touch::WORKLOAD,
     large_reuse::WORKLOAD,
     producer_consumer::WORKLOAD,
+    pipeline::WORKLOAD,
     document_tree::WORKLOAD,
     short_lived::WORKLOAD,
+    idle::RETURN,
+    idle::STILL,
 ];
 
 /// The workload called `name`.
@@ -131,6 +151,23 @@ mod tests {
             let outcome = (workload.prepare)(Scale::Quick)();
             assert!(outcome.passed(), "{}: {outcome:?}", workload.name);
             assert_ne!(outcome.checksum, 0, "{}: an empty run", workload.name);
+        }
+    }
+
+    /// A workload that goes quiet reads its resident memory at the end, where the platform
+    /// says it (Linux), and it is at least the pages the test process is running in.
+    #[test]
+    fn every_quiet_phase_reports_resident_memory_where_the_platform_has_it() {
+        for workload in ALL {
+            let Some(quiet) = workload.quiet else {
+                continue;
+            };
+            let kib = quiet(Scale::Quick);
+            if cfg!(target_os = "linux") {
+                assert!(kib.is_some_and(|k| k > 0), "{}: {kib:?}", workload.name);
+            } else {
+                assert_eq!(kib, None, "{}", workload.name);
+            }
         }
     }
 

@@ -12,6 +12,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "parse a JSON document, evaluate many queries that clone and build serde_json values",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const DEPARTMENTS: [&str; 6] = ["eng", "sales", "ops", "legal", "hr", "finance"];

@@ -17,6 +17,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "2 producer threads send small messages one by one to 2 consumer threads, which free them",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const PRODUCERS: usize = 2;

@@ -10,6 +10,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "parse a binary log into owned messages, one per call and batches per call",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 /// A parsed log record; it owns its strings, as messages sent to another stage must.

@@ -11,6 +11,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "apply blocks of transactions to BTreeMap/HashMap state with Vec churn",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const ACCOUNTS: usize = 20_000;

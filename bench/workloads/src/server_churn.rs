@@ -11,6 +11,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "2 threads replace random-size blocks in working sets that change threads each round",
     prepare,
     timing: Timing::Run,
+    quiet: None,
 };
 
 const THREADS: usize = 2;

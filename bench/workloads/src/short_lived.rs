@@ -13,6 +13,7 @@ pub const WORKLOAD: Workload = Workload {
     summary: "a 10 ms process: parse a 200 KB JSON input, answer queries, exit (timed spawn to exit)",
     prepare,
     timing: Timing::WholeProcess,
+    quiet: None,
 };
 
 fn prepare(scale: Scale) -> Run {

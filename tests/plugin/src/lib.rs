@@ -62,6 +62,21 @@ pub extern "C" fn plugin_owns(ptr: *const c_void) -> c_int {
     c_int::from(mimalloc::is_in_heap_region(ptr))
 }
 
+/// Builds and frees about `mebibytes` MiB of small blocks, so that the library's heap has grown
+/// as a working plugin's does: the memory policy's background purge starts its thread at
+/// 16 MiB. Returns 1 if that thread runs afterwards, else 0.
+#[no_mangle]
+pub extern "C" fn plugin_grow(mebibytes: u32) -> c_int {
+    abort_on_panic(|| {
+        let blocks: Vec<Box<[u8]>> = (0..mebibytes as usize * 4096)
+            .map(|i| vec![i as u8; 256].into_boxed_slice())
+            .collect();
+        drop(blocks);
+        let running = mimalloc::policy::background_purge() == mimalloc::policy::BackgroundPurge::Running;
+        c_int::from(running)
+    })
+}
+
 fn work(seed: u64, blocks: u32) -> u64 {
     let mut shares: Vec<Vec<Block>> = (0..WORKERS).map(|_| Vec::new()).collect();
     for i in 0..blocks {

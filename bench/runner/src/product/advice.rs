@@ -114,6 +114,7 @@ mod tests {
                     cpu_nanos: Some(nanos),
                     peak_rss_kib: Some(kib),
                     minor_faults: None,
+                    quiet_rss_kib: None,
                 };
                 s.grid[0][v][round as usize] = Some(sample);
             }

@@ -99,7 +99,7 @@ fn matrix(report: &Report, title: &str, pick: Pick) -> String {
 fn task(report: &Report, w: usize) -> String {
     let task = &report.tasks[w];
     let mut out = format!("\n### {}\n\n{}\n\n", task.name, task.about);
-    let columns = report.columns();
+    let columns = report.columns(w);
     let names: Vec<&str> = columns.iter().map(|&c| COLUMNS[c].1).collect();
     out.push_str(&header(&names[..1], &names[1..]));
     for r in report.rows(w) {

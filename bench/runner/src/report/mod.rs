@@ -79,11 +79,14 @@ pub struct Row {
     pub rss_mib: Option<f64>,
     pub rss_vs_system: Option<f64>,
     pub minor_faults: Option<f64>,
+    /// Median resident memory after the quiet phase (MiB), for a workload that has one.
+    pub quiet_mib: Option<f64>,
 }
 
 /// The columns of [`Row::cells`]: as the terminal names them (narrow), and as Markdown does.
-/// [`Report::columns`] leaves out the *vs peer* ones when no allocator is the peer.
-pub const COLUMNS: [(&str, &str); 12] = [
+/// [`Report::columns`] leaves out the *vs peer* ones when no allocator is the peer, and the
+/// quiet one for a task no run of which reported it.
+pub const COLUMNS: [(&str, &str); 13] = [
     ("allocator", "allocator"),
     ("median", "median time"),
     ("spread", "spread"),
@@ -96,6 +99,7 @@ pub const COLUMNS: [(&str, &str); 12] = [
     ("peak RSS", "peak RSS"),
     ("RSS vs system", "RSS vs system"),
     ("faults", "minor faults"),
+    ("quiet MiB", "quiet MiB"),
 ];
 
 impl Row {
@@ -114,12 +118,15 @@ impl Row {
             mib(self.rss_mib),
             ratio(self.rss_vs_system),
             count(self.minor_faults),
+            number(self.quiet_mib),
         ]
     }
 }
 
 /// The indices into [`COLUMNS`] of the ratios against the peer.
 const PEER_COLUMNS: [usize; 2] = [5, 8];
+/// The index into [`COLUMNS`] of the resident memory after the quiet phase.
+const QUIET_COLUMN: usize = 12;
 
 impl Report<'_> {
     fn index(&self, name: &str) -> Option<usize> {
@@ -131,11 +138,14 @@ impl Report<'_> {
         self.index(PEER).is_some()
     }
 
-    /// The indices into [`COLUMNS`] (and [`Row::cells`]) this report shows.
-    pub fn columns(&self) -> Vec<usize> {
-        let peer = self.has_peer();
+    /// The indices into [`COLUMNS`] (and [`Row::cells`]) this report shows for task `w`: the
+    /// quiet column only for a task that reported the figure, so that the others' tables read
+    /// as they did before it.
+    pub fn columns(&self, w: usize) -> Vec<usize> {
+        let (peer, quiet) = (self.has_peer(), self.samples.has_quiet(w));
         (0..COLUMNS.len())
             .filter(|c| peer || !PEER_COLUMNS.contains(c))
+            .filter(|&c| quiet || c != QUIET_COLUMN)
             .collect()
     }
 
@@ -156,6 +166,7 @@ impl Report<'_> {
                 rss_mib: s.median_rss_mib(w, v),
                 rss_vs_system: system.and_then(|b| s.rss_ratio(w, v, b)),
                 minor_faults: s.median_minor_faults(w, v),
+                quiet_mib: s.median_quiet_mib(w, v),
             })
             .collect()
     }
@@ -192,24 +203,35 @@ impl Report<'_> {
         self.tasks.len() > 1
     }
 
-    /// Every sample, one line each: for spreadsheets and for re-analysis.
+    /// Every sample, one line each: for spreadsheets and for re-analysis. The `quiet_rss_kib`
+    /// column is there when some task reported the figure (empty for the others), so that a
+    /// run without one (`product`) keeps the columns it had.
     pub fn csv(&self) -> String {
+        let quiet = (0..self.tasks.len()).any(|w| self.samples.has_quiet(w));
         let mut out = format!(
-            "round,{},allocator,nanos,cpu_nanos,peak_rss_kib,minor_faults\n",
-            self.noun
+            "round,{},allocator,nanos,cpu_nanos,peak_rss_kib,minor_faults{}\n",
+            self.noun,
+            if quiet { ",quiet_rss_kib" } else { "" }
         );
+        let cell = |n: Option<u64>| n.map_or(String::new(), |n| n.to_string());
         for round in 0..self.samples.rounds {
             for (w, task) in self.tasks.iter().enumerate() {
                 for (v, allocator) in self.allocators.iter().enumerate() {
-                    if let Some(s) = &self.samples.grid[w][v][round] {
-                        let rss = s.peak_rss_kib.map_or(String::new(), |k| k.to_string());
-                        let cpu = s.cpu_nanos.map_or(String::new(), |n| n.to_string());
-                        let faults = s.minor_faults.map_or(String::new(), |n| n.to_string());
-                        out.push_str(&format!(
-                            "{round},{},{},{},{cpu},{rss},{faults}\n",
-                            task.name, allocator.name, s.nanos
-                        ));
+                    let Some(s) = &self.samples.grid[w][v][round] else {
+                        continue;
+                    };
+                    let (rss, faults) = (cell(s.peak_rss_kib), cell(s.minor_faults));
+                    out.push_str(&format!(
+                        "{round},{},{},{},{},{rss},{faults}",
+                        task.name,
+                        allocator.name,
+                        s.nanos,
+                        cell(s.cpu_nanos)
+                    ));
+                    if quiet {
+                        out.push_str(&format!(",{}", cell(s.quiet_rss_kib)));
                     }
+                    out.push('\n');
                 }
             }
         }
@@ -236,6 +258,11 @@ pub fn percent(p: Option<f64>) -> String {
 
 pub fn mib(m: Option<f64>) -> String {
     m.map_or("-".into(), |m| format!("{m:.1} MiB"))
+}
+
+/// A plain number with one decimal, for a column whose name carries the unit.
+pub fn number(n: Option<f64>) -> String {
+    n.map_or("-".into(), |n| format!("{n:.1}"))
 }
 
 /// A count, in thousands from 10 000 up: the digits that matter when counts range over

@@ -4,8 +4,8 @@ use super::{COLUMNS, Report, ratio};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let columns = report.columns();
     for (w, task) in report.tasks.iter().enumerate() {
+        let columns = report.columns(w);
         out.push_str(&format!("\n{}: {}\n", task.name, task.about));
         let mut lines = vec![columns.iter().map(|&c| COLUMNS[c].0.to_owned()).collect()];
         for row in report.rows(w) {
@@ -14,13 +14,7 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str(&aligned(&lines));
     }
-    let targets = super::targets::summary(report);
-    if !targets.is_empty() {
-        out.push_str("\nagainst the targets (time vs the faster peer, RSS vs the leaner peer, stall vs the peer's):\n");
-        for line in targets {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
+    out.push_str(&targets(report));
     if !report.has_matrices() {
         return out;
     }
@@ -43,6 +37,32 @@ pub fn render(report: &Report) -> String {
             lines.push(std::iter::once(name).chain(cells).collect());
         }
         out.push_str(&aligned(&lines));
+    }
+    out
+}
+
+/// The lines against the targets: time, RSS and stall (with the peers), and quiet resident
+/// memory (for the workloads that go quiet).
+fn targets(report: &Report) -> String {
+    use super::targets::{QUIET_LIMIT_MIB, QUIET_MOONSHOT_MIB, quiet_lines, summary};
+    let mut out = String::new();
+    let targets = summary(report);
+    if !targets.is_empty() {
+        out.push_str("\nagainst the targets (time vs the faster peer, RSS vs the leaner peer, stall vs the peer's):\n");
+        for line in targets {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    let quiet = quiet_lines(report);
+    if !quiet.is_empty() {
+        out.push_str(&format!(
+            "\nagainst the quiet target (resident memory after going quiet at most \
+             {QUIET_LIMIT_MIB} MiB; moonshot: at most {QUIET_MOONSHOT_MIB} MiB above the system \
+             allocator's):\n"
+        ));
+        for line in quiet {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     out
 }

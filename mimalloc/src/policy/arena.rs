@@ -1,0 +1,226 @@
+//! The policy's arenas: address space the policy reserves itself and hands to mimalloc as
+//! ordinary arenas, so that it knows where the heap lives and can change how the kernel backs
+//! it. mimalloc keeps no list of the arenas it reserves for itself that a program could read;
+//! memory handed to it with `mi_manage_os_memory_ex` it uses like its own, searching the first
+//! arena first, so the first policy arena, reserved when the program loads before anything is
+//! allocated, holds the heap.
+//!
+//! Each arena is committed from the start, as mimalloc commits its own on Linux (where memory is
+//! overcommitted and only touched pages count): mimalloc then counts each 64 KiB slice as
+//! committed when it first uses it and purges with `MADV_DONTNEED`, exactly as for its own
+//! arenas. Its statistics leave such memory out of `reserved` (it is the program's, not
+//! mimalloc's), which [`reserved`] gives back to [`crate::stats()`].
+//!
+//! The heap outgrows an arena: once three quarters of what the policy reserved are committed,
+//! the next arena is reserved (as large as all before it together, so that a large heap takes a
+//! few), before mimalloc would reserve one of its own that the policy would not know.
+
+use super::process;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use mimalloc_sys as ffi;
+
+/// At most this many policy arenas: with each as large as the ones before it together, the last
+/// ones hit mimalloc's 16 GiB per arena long before this runs out.
+const MAX_ARENAS: usize = 24;
+
+/// mimalloc's largest arena (`MI_ARENA_MAX_SIZE`: 16 GiB of 64 KiB slices).
+const LARGEST: usize = 16 << 30;
+
+/// The size of a transparent huge page on x86_64 and arm64 with 4 KiB pages: arenas are
+/// aligned to it, so that a huge page never straddles an arena's edge.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
+
+#[allow(clippy::declare_interior_mutable_const)] // only an array initializer
+const EMPTY: AtomicUsize = AtomicUsize::new(0);
+static STARTS: [AtomicUsize; MAX_ARENAS] = [EMPTY; MAX_ARENAS];
+static ENDS: [AtomicUsize; MAX_ARENAS] = [EMPTY; MAX_ARENAS];
+/// Arenas handed to mimalloc; slots below it are filled (written before it is raised).
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of address space in the policy's arenas.
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+/// Held while an arena is being added (by one thread; the others go on without waiting).
+static ADDING: AtomicBool = AtomicBool::new(false);
+
+/// How the kernel is asked to back a new arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Backing {
+    /// `MADV_NOHUGEPAGE`: 4 KiB pages, even where the kernel's THP mode is `always`.
+    Small,
+    /// `MADV_HUGEPAGE`.
+    Huge,
+}
+
+impl Backing {
+    fn advice(self) -> i32 {
+        match self {
+            Backing::Small => libc::MADV_NOHUGEPAGE,
+            Backing::Huge => libc::MADV_HUGEPAGE,
+        }
+    }
+}
+
+/// Reserves the first arena when the program loads, with mimalloc's own arena size
+/// (`arena_reserve`), unless the program asked mimalloc to reserve memory itself first
+/// (`reserve_os_memory`, `reserve_huge_os_pages`): that arena would then come first and hold the
+/// heap, and the policy leaves it to mimalloc. Whether the heap is the policy's.
+pub(crate) fn reserve_first(backing: Backing) -> bool {
+    // SAFETY: reading options has no precondition.
+    let reserved_by_mimalloc = unsafe {
+        ffi::mi_option_is_enabled(ffi::mi_option_reserve_os_memory)
+            || ffi::mi_option_is_enabled(ffi::mi_option_reserve_huge_os_pages)
+            || ffi::mi_option_is_enabled(ffi::mi_option_disallow_os_alloc)
+    };
+    if reserved_by_mimalloc {
+        process::say(
+            false,
+            format_args!("the heap is in the memory mimalloc reserved at start-up"),
+        );
+        return false;
+    }
+    add(arena_size(0), backing)
+}
+
+/// mimalloc's arena size for the arena after `reserved` bytes: its `arena_reserve` option for
+/// the first, then as much as all before together, at most [`LARGEST`].
+fn arena_size(reserved: usize) -> usize {
+    // SAFETY: reading an option has no precondition.
+    let unit = unsafe { ffi::mi_option_get_size(ffi::mi_option_arena_reserve) };
+    unit.max(reserved).clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
+}
+
+/// Reserves the next arena if `committed` bytes have reached three quarters of the policy's
+/// arenas, while it still has some (the heap of a policy that reserved none is mimalloc's).
+pub(crate) fn grow(committed: usize, backing: Backing) {
+    let reserved = RESERVED.load(Ordering::Relaxed);
+    if reserved == 0 || committed < reserved / 4 * 3 || COUNT.load(Ordering::Relaxed) == MAX_ARENAS
+    {
+        return;
+    }
+    if ADDING.swap(true, Ordering::Acquire) {
+        return;
+    }
+    if RESERVED.load(Ordering::Relaxed) == reserved {
+        add(arena_size(reserved), backing);
+    }
+    ADDING.store(false, Ordering::Release);
+}
+
+/// Maps `size` bytes, advises them, and hands them to mimalloc; whether it took them.
+fn add(size: usize, backing: Backing) -> bool {
+    let index = COUNT.load(Ordering::Relaxed);
+    if index == MAX_ARENAS {
+        return false;
+    }
+    let start = match map_aligned(size) {
+        Some(start) => start,
+        None => {
+            process::say(
+                true,
+                format_args!("cannot map {} MiB for the heap", size >> 20),
+            );
+            return false;
+        }
+    };
+    // SAFETY: `start..start + size` is a private anonymous mapping of this module's, which
+    // nothing uses yet; the advice changes only how the kernel backs it.
+    unsafe { libc::madvise(start as *mut c_void, size, backing.advice()) };
+    let mut id: ffi::mi_arena_id_t = core::ptr::null_mut();
+    // SAFETY: the range is readable, writable, zeroed and unused, and stays mapped for the
+    // rest of the process (this module never unmaps an arena it handed over). Not exclusive:
+    // every heap allocates from it.
+    let taken = unsafe {
+        ffi::mi_manage_os_memory_ex(
+            start as *mut c_void,
+            size,
+            true,
+            false,
+            true,
+            -1,
+            false,
+            &mut id,
+        )
+    };
+    if !taken {
+        // SAFETY: the mapping is this module's and mimalloc refused it, so nothing uses it.
+        unsafe { libc::munmap(start as *mut c_void, size) };
+        process::say(
+            true,
+            format_args!("mimalloc refused {} MiB for the heap", size >> 20),
+        );
+        return false;
+    }
+    process::say(
+        false,
+        format_args!(
+            "heap arena {} of {} MiB at {start:#x} ({backing:?} pages)",
+            index + 1,
+            size >> 20
+        ),
+    );
+    STARTS[index].store(start, Ordering::Relaxed);
+    ENDS[index].store(start + size, Ordering::Relaxed);
+    COUNT.store(index + 1, Ordering::Release);
+    RESERVED.fetch_add(size, Ordering::Relaxed);
+    true
+}
+
+/// `size` bytes of fresh address space, aligned to mimalloc's arena alignment and to a huge
+/// page, readable and writable without reserving swap (mimalloc's own arenas are mapped alike).
+fn map_aligned(size: usize) -> Option<usize> {
+    // SAFETY: a function of the build with no precondition.
+    let align = unsafe { ffi::mi_arena_min_alignment() }.max(HUGE_PAGE);
+    let span = size.checked_add(align)?;
+    // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
+    let base = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return None;
+    }
+    let base = base as usize;
+    let start = (base + align - 1) & !(align - 1);
+    // The unaligned head and the tail beyond `size`, unmapped so the arena is one mapping of
+    // exactly its size.
+    // SAFETY: both ranges lie within the mapping just made, outside `start..start + size`.
+    unsafe {
+        if start > base {
+            libc::munmap(base as *mut c_void, start - base);
+        }
+        let end = start + size;
+        if base + span > end {
+            libc::munmap(end as *mut c_void, base + span - end);
+        }
+    }
+    Some(start)
+}
+
+/// Calls `each` with every policy arena's range.
+pub(crate) fn for_each(mut each: impl FnMut(usize, usize)) {
+    for i in 0..COUNT.load(Ordering::Acquire) {
+        each(
+            STARTS[i].load(Ordering::Relaxed),
+            ENDS[i].load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// Whether `address` lies in one of the policy's arenas.
+pub(crate) fn covers(address: usize) -> bool {
+    let mut inside = false;
+    for_each(|start, end| inside |= (start..end).contains(&address));
+    inside
+}
+
+/// Bytes of address space the policy's arenas hold, which mimalloc's `reserved` statistic
+/// leaves out.
+pub(crate) fn reserved() -> usize {
+    RESERVED.load(Ordering::Relaxed)
+}

@@ -1,0 +1,200 @@
+//! Transparent huge pages once they pay. A heap starts in 4 KiB pages, so that a small program
+//! is as small as it needs to be (a huge page mimalloc touched once holds 2 MiB, most of it
+//! unused in a small heap); once the program has committed [`FROM`] bytes, every policy arena
+//! is advised for huge pages (`MADV_HUGEPAGE`), so the heap grows in 2 MiB faults from then
+//! on, each saving 511 of 4 KiB. What was touched before stays in 4 KiB pages until the kernel's
+//! khugepaged collapses it. A request of 2 MiB or more that would take the heap past the
+//! threshold switches before mimalloc is called, so that the block's first byte (where mimalloc
+//! writes its page header) faults in a huge page too.
+//!
+//! Until the switch each arena is advised `MADV_NOHUGEPAGE`, so that a small heap stays in
+//! 4 KiB pages where the kernel's THP mode is `always` (RHEL, Fedora, Amazon Linux), which
+//! backs every aligned 2 MiB of a process otherwise.
+//!
+//! Blocks of 2 MiB or more that mimalloc serves outside the policy's arenas (blocks larger than
+//! an arena, or all blocks where the policy has no arena) are advised one by one, as they are
+//! allocated, over every huge page they overlap.
+//!
+//! `MIMALLOC_ALLOW_THP=0` (mimalloc disables huge pages for the process) turns all of it off.
+
+use super::arena::{self, Backing, HUGE_PAGE};
+use super::process;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use mimalloc_sys as ffi;
+
+/// Small heap: 4 KiB pages until [`FROM`] bytes are committed.
+const SMALL: u8 = 0;
+/// Switched: the arenas are advised for huge pages.
+const HUGE: u8 = 1;
+/// No huge pages for the heap (`MIMALLOC_HUGE_PAGES_FROM=off`, `MIMALLOC_ALLOW_THP=0`, or no
+/// policy arena); large blocks are still advised one by one unless `allow_thp` is off.
+const OFF: u8 = 2;
+
+static STAGE: AtomicU8 = AtomicU8::new(OFF);
+static FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Set once `madvise` has failed on a block: it will fail again (`EINVAL` without huge page
+/// support, `ENOMEM` at the limit of memory maps), and each failure costs a system call.
+static REFUSED: AtomicBool = AtomicBool::new(false);
+/// Whether the heap can switch at all: the policy holds it and the process may have huge pages.
+static CAPABLE: AtomicBool = AtomicBool::new(false);
+
+/// Where the heap's huge pages stand.
+pub(crate) enum Stage {
+    /// 4 KiB pages until the heap has committed this many bytes.
+    Small { from: usize },
+    /// The heap's arenas are advised for huge pages.
+    Huge,
+    /// The heap stays in 4 KiB pages.
+    Off,
+}
+
+/// Sets the stage when the program loads, and reserves the first arena accordingly.
+pub(crate) fn load(from: Option<usize>) {
+    if !thp_allowed() {
+        return;
+    }
+    let backing = match from {
+        Some(0) => Backing::Huge,
+        _ => Backing::Small,
+    };
+    if !arena::reserve_first(backing) {
+        return;
+    }
+    CAPABLE.store(true, Ordering::Relaxed);
+    FROM.store(from.unwrap_or(usize::MAX), Ordering::Relaxed);
+    STAGE.store(
+        match from {
+            Some(0) => HUGE,
+            Some(_) => SMALL,
+            None => OFF,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// Where the heap stands now.
+pub(crate) fn stage() -> Stage {
+    match STAGE.load(Ordering::Relaxed) {
+        SMALL => Stage::Small {
+            from: FROM.load(Ordering::Relaxed),
+        },
+        HUGE => Stage::Huge,
+        _ => Stage::Off,
+    }
+}
+
+/// Sets the threshold (`None`: never); a heap already past it switches at once. A heap that
+/// has switched keeps its huge pages, and one without a policy arena never switches.
+pub(crate) fn set_from(from: Option<usize>) {
+    if !CAPABLE.load(Ordering::Relaxed) {
+        return;
+    }
+    FROM.store(from.unwrap_or(usize::MAX), Ordering::Relaxed);
+    let wanted = if from.is_some() { SMALL } else { OFF };
+    let _ = STAGE.compare_exchange(OFF, wanted, Ordering::Relaxed, Ordering::Relaxed);
+    let _ = STAGE.compare_exchange(SMALL, wanted, Ordering::Relaxed, Ordering::Relaxed);
+    poll(process::committed());
+}
+
+/// Called as the heap grows, with the bytes committed: switches once they reach the threshold,
+/// and reserves the next arena before the heap outgrows the ones it has.
+pub(crate) fn poll(committed: usize) {
+    if STAGE.load(Ordering::Relaxed) == SMALL && committed >= FROM.load(Ordering::Relaxed) {
+        switch();
+    }
+    arena::grow(committed, backing());
+}
+
+/// How a new arena is to be backed now.
+fn backing() -> Backing {
+    if STAGE.load(Ordering::Relaxed) == HUGE {
+        Backing::Huge
+    } else {
+        Backing::Small
+    }
+}
+
+/// Before a request of `size` bytes (at least a huge page) is served: the heap switches first
+/// if the block takes it past the threshold, so the block is born in huge pages.
+pub(crate) fn before_large(size: usize, committed: usize) {
+    poll(committed.saturating_add(size));
+}
+
+/// Advises every policy arena for huge pages, once.
+#[cold]
+fn switch() {
+    if STAGE
+        .compare_exchange(SMALL, HUGE, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    arena::for_each(|start, end| {
+        // SAFETY: the range is a policy arena, mapped for the rest of the process; the advice
+        // changes only how the kernel backs the pages it faults in from now on.
+        unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE) };
+    });
+    process::say(
+        false,
+        format_args!(
+            "huge pages for the heap from now on ({} MiB committed)",
+            process::committed() >> 20
+        ),
+    );
+}
+
+/// After a block of `size` bytes was served at `block`: a block of 2 MiB or more outside the
+/// heap's advised arenas is advised itself, over every huge page it overlaps (mimalloc places
+/// large blocks at 64 KiB granularity, and a block's partial huge pages at either end would
+/// otherwise always fault in 4 KiB at a time; the ends may take in at most a huge page of a
+/// neighbour's memory on each side). The huge page that holds mimalloc's page header, written
+/// before this advice, is already mapped in 4 KiB pages and stays so.
+#[inline(always)]
+pub(crate) fn after_large(block: *mut u8, size: usize) {
+    if size >= HUGE_PAGE && !block.is_null() {
+        let address = block as usize;
+        if !(STAGE.load(Ordering::Relaxed) == HUGE && arena::covers(address)) {
+            advise_block(address, size);
+        }
+    }
+}
+
+/// Off the allocation path: not inlined into every large allocation's caller.
+#[inline(never)]
+fn advise_block(start: usize, size: usize) {
+    if REFUSED.load(Ordering::Relaxed) || !thp_allowed() {
+        return;
+    }
+    let outer = (
+        start & !(HUGE_PAGE - 1),
+        (start + size + HUGE_PAGE - 1) & !(HUGE_PAGE - 1),
+    );
+    if hugepage(outer) {
+        return;
+    }
+    // The ends fall outside mimalloc's mapping (a block at the edge of an arena that is not
+    // 2 MiB-aligned): the block's whole huge pages alone.
+    let inner = (
+        (start + HUGE_PAGE - 1) & !(HUGE_PAGE - 1),
+        (start + size) & !(HUGE_PAGE - 1),
+    );
+    if inner.1 > inner.0 && !hugepage(inner) {
+        REFUSED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `madvise(MADV_HUGEPAGE)` on `start..end`; whether the kernel took it.
+fn hugepage((start, end): (usize, usize)) -> bool {
+    // SAFETY: MADV_HUGEPAGE changes only how the kernel backs the pages of `start..end` (a
+    // block's, and at the ends possibly a neighbour's), never their contents or their
+    // protection; a range with unmapped parts fails with ENOMEM.
+    unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
+}
+
+/// Whether the process may have huge pages: mimalloc's `allow_thp` (`MIMALLOC_ALLOW_THP`),
+/// which at 0 also disables them for the process with `prctl`.
+fn thp_allowed() -> bool {
+    // SAFETY: reading an option has no precondition.
+    unsafe { ffi::mi_option_is_enabled(ffi::mi_option_allow_thp) }
+}

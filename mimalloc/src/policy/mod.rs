@@ -1,0 +1,177 @@
+//! The memory policy: which of the heap's memory the kernel backs with transparent huge pages,
+//! and when memory the program freed goes back to the OS. One static choice cannot be both fast
+//! and lean (huge pages on every arena hold a small heap at 1.6x glibc's memory; none cost a
+//! heap of hundreds of MiB up to 1.3x the time), and mimalloc alone never gives memory back
+//! while a program is quiet; so the policy follows the program (BENCHMARKS.md, "The memory
+//! policy", has the measurements behind each figure here):
+//!
+//! - **Huge pages once the heap has grown** (`cfg(mimalloc_adaptive_thp)`: mimalloc 3 on 64-bit
+//!   Linux). A heap starts in 4 KiB pages and, once the program has committed
+//!   [`HUGE_PAGES_FROM`] bytes (16 MiB), is advised for huge pages, so it grows 2 MiB at a time;
+//!   a block of 2 MiB or more that takes it past the threshold is born in huge pages, header
+//!   included. The policy reserves the heap's arenas itself to know where the heap is
+//!   (`arena.rs`); blocks of 2 MiB or more outside them are advised one by one (`huge.rs`).
+//! - **Memory back when quiet** (`cfg(mimalloc_background_purge)`: mimalloc 3 on Linux and
+//!   Android). Once the program has committed 16 MiB, a thread runs mimalloc's due purges every
+//!   quarter of its purge delay, so freed memory goes back within about the delay (4 s by
+//!   default) whether or not the program allocates again (`purge.rs`).
+//!
+//! Elsewhere (other systems, mimalloc 2, Miri) neither part exists, and [`huge_pages`] and
+//! [`background_purge`] say so.
+//!
+//! Both are set when the program loads, from the environment (`settings.rs`), and can be
+//! changed while it runs:
+//!
+//! | variable | effect | default |
+//! |---|---|---|
+//! | `MIMALLOC_HUGE_PAGES_FROM` | committed size from which the heap gets huge pages (`0`: from the start, `off`: never) | `16MiB` |
+//! | `MIMALLOC_BACKGROUND_PURGE` | `0` turns the background purge off | `1` |
+//!
+//! mimalloc's own options keep their meaning: `MIMALLOC_ALLOW_THP=0` turns every huge page off,
+//! `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ARENA_PURGE_MULT` set the delay the background purge
+//! waits for, and `MIMALLOC_RESERVE_OS_MEMORY` leaves the heap in the arena mimalloc reserves.
+//!
+//! ```
+//! use mimalloc::policy::{self, BackgroundPurge, HugePages};
+//!
+//! // What this build and process do.
+//! match policy::huge_pages() {
+//!     HugePages::Small { from } => println!("4 KiB pages until {from} bytes are committed"),
+//!     HugePages::Huge => println!("the heap is advised for huge pages"),
+//!     HugePages::NotBuilt => println!("this build leaves huge pages to the kernel"),
+//!     other => println!("{other:?}"),
+//! }
+//! // A service that measures its own memory can turn the thread off.
+//! policy::set_background_purge(false);
+//! assert!(matches!(
+//!     policy::background_purge(),
+//!     BackgroundPurge::Off | BackgroundPurge::NotBuilt
+//! ));
+//! ```
+
+#[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+mod arena;
+#[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+mod huge;
+#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+mod load;
+#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+mod process;
+#[cfg(all(mimalloc_background_purge, not(miri)))]
+mod purge;
+mod settings;
+
+pub use settings::{HUGE_PAGES_FROM, PURGE_FROM};
+
+/// Where the heap's huge pages stand ([`huge_pages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HugePages {
+    /// The heap is in 4 KiB pages until the program has committed `from` bytes.
+    Small {
+        /// The threshold, in bytes.
+        from: usize,
+    },
+    /// The heap's memory is advised for huge pages.
+    Huge,
+    /// The heap stays in 4 KiB pages: turned off (`MIMALLOC_HUGE_PAGES_FROM=off`,
+    /// `MIMALLOC_ALLOW_THP=0`), or the heap is in an arena of mimalloc's own
+    /// (`MIMALLOC_RESERVE_OS_MEMORY`). Blocks of 2 MiB or more are still advised one by one
+    /// unless `allow_thp` is off.
+    Off,
+    /// This build leaves huge pages to mimalloc and the kernel: not 64-bit Linux, mimalloc 2,
+    /// the `no_thp` feature, or Miri.
+    NotBuilt,
+}
+
+/// Where the background purge stands ([`background_purge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BackgroundPurge {
+    /// Starts its thread once the program has committed [`PURGE_FROM`] bytes.
+    Waiting,
+    /// Its thread runs.
+    Running,
+    /// Turned off (`MIMALLOC_BACKGROUND_PURGE=0`, [`set_background_purge`]).
+    Off,
+    /// The OS refused it a thread (out of threads, or a sandbox that forbids them).
+    Refused,
+    /// Not part of this build: other systems than Linux and Android, mimalloc 2, or Miri.
+    NotBuilt,
+}
+
+/// Where the heap's huge pages stand now.
+pub fn huge_pages() -> HugePages {
+    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    return match huge::stage() {
+        huge::Stage::Small { from } => HugePages::Small { from },
+        huge::Stage::Huge => HugePages::Huge,
+        huge::Stage::Off => HugePages::Off,
+    };
+    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    HugePages::NotBuilt
+}
+
+/// Sets the committed size from which the heap gets huge pages (`None`: never), as
+/// `MIMALLOC_HUGE_PAGES_FROM` does at start-up; a heap already past it switches at once. A heap
+/// that has switched keeps its huge pages. Without effect where [`huge_pages`] is
+/// [`HugePages::NotBuilt`], or where the heap never was the policy's.
+pub fn set_huge_pages_from(from: Option<usize>) {
+    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    huge::set_from(from);
+    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    let _ = from;
+}
+
+/// Where the background purge stands now.
+pub fn background_purge() -> BackgroundPurge {
+    #[cfg(all(mimalloc_background_purge, not(miri)))]
+    return match purge::state() {
+        purge::State::Waiting => BackgroundPurge::Waiting,
+        purge::State::Running => BackgroundPurge::Running,
+        purge::State::Off => BackgroundPurge::Off,
+        purge::State::Refused => BackgroundPurge::Refused,
+    };
+    #[cfg(not(all(mimalloc_background_purge, not(miri))))]
+    BackgroundPurge::NotBuilt
+}
+
+/// Turns the background purge on (its thread starts once the heap is large enough) or off
+/// (its thread is stopped and joined before this returns), as `MIMALLOC_BACKGROUND_PURGE` does at
+/// start-up. Without effect where [`background_purge`] is [`BackgroundPurge::NotBuilt`].
+pub fn set_background_purge(on: bool) {
+    #[cfg(all(mimalloc_background_purge, not(miri)))]
+    purge::set(on);
+    #[cfg(not(all(mimalloc_background_purge, not(miri))))]
+    let _ = on;
+}
+
+/// Before a request of `size` bytes is served on a path for blocks above mimalloc's small size:
+/// a block of 2 MiB or more may switch the heap to huge pages first, or start the background
+/// purge. One compare of a static on the path, and nothing once both are decided.
+#[inline(always)]
+pub(crate) fn before_large(size: usize) {
+    #[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+    load::before_large(size);
+    #[cfg(not(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri))))]
+    let _ = size;
+}
+
+/// After a block of `size` bytes was served at `block` on such a path: a block of 2 MiB or
+/// more outside the heap's advised memory is advised for huge pages itself.
+#[inline(always)]
+pub(crate) fn after_large(block: *mut u8, size: usize) {
+    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    huge::after_large(block, size);
+    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    let _ = (block, size);
+}
+
+/// Bytes of address space the policy reserved for the heap, which mimalloc's own `reserved`
+/// statistic leaves out (it counts memory the program hands it as the program's).
+pub(crate) fn reserved() -> usize {
+    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    return arena::reserved();
+    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    0
+}

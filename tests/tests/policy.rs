@@ -1,0 +1,256 @@
+//! The memory policy (`mimalloc::policy`): a heap switches to transparent huge pages once it
+//! has grown past the threshold (and not before), a large block that takes it there is born in
+//! them, and memory freed by a program that then goes quiet goes back to the OS while it does
+//! nothing, across `fork` too. Each check runs in a child process of its own, so that its heap
+//! and its policy are its own and the environment sets them.
+
+use mimalloc::policy::{self, BackgroundPurge, HugePages};
+use mimalloc::MiMalloc;
+use mimalloc_tests::{is_child, resident_bytes, run_child};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+const MIB: usize = 1 << 20;
+
+/// Small blocks of 32-512 bytes, about `bytes` of them, each written so that it is resident.
+fn small_blocks(bytes: usize) -> Vec<Box<[u8]>> {
+    let mut blocks = Vec::new();
+    let (mut total, mut size) = (0, 32);
+    while total < bytes {
+        blocks.push(vec![size as u8; size].into_boxed_slice());
+        total += size;
+        size = if size >= 512 { 32 } else { size + 16 };
+    }
+    blocks
+}
+
+/// The `VmFlags` of the mapping of this process that contains `address` (`/proc/self/smaps`).
+fn vm_flags(address: usize) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-') {
+            if let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                inside = (start..end).contains(&address);
+                continue;
+            }
+        }
+        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
+            return flags.split_whitespace().map(str::to_owned).collect();
+        }
+    }
+    panic!("no mapping of this process contains {address:#x}")
+}
+
+fn has(flags: &[String], flag: &str) -> bool {
+    flags.iter().any(|f| f == flag)
+}
+
+/// Runs `test` in a child with `env`, and fails with its output if the child failed.
+fn in_child(test: &str, env: &[(&str, &str)]) {
+    let out = run_child(test, env);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Whether the checks that read the kernel's view of this process can run: a real Linux kernel
+/// with transparent huge pages (not an emulator standing in for it).
+fn kernel_shows_huge_pages(test: &str) -> bool {
+    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+        mimalloc_tests::skip(test, "the kernel has no transparent huge pages");
+        return false;
+    }
+    if let Some(emulator) = mimalloc_tests::os_emulator() {
+        let why = format!("{emulator} stands in for the kernel, whose mappings the test reads");
+        mimalloc_tests::skip(test, &why);
+        return false;
+    }
+    true
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_heap_switches_to_huge_pages_at_the_threshold() {
+    const TEST: &str = "child_heap_switches_to_huge_pages_at_the_threshold";
+    if !is_child() {
+        if kernel_shows_huge_pages(TEST) {
+            in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "24MiB")]);
+        }
+        return;
+    }
+    assert_eq!(policy::huge_pages(), HugePages::Small { from: 24 * MIB });
+    let early = small_blocks(4 * MIB);
+    let address = early[0].as_ptr() as usize;
+    let flags = vm_flags(address);
+    assert!(has(&flags, "nh") && !has(&flags, "hg"), "before: {flags:?}");
+    assert_eq!(policy::huge_pages(), HugePages::Small { from: 24 * MIB });
+
+    let grown = small_blocks(48 * MIB);
+    assert_eq!(policy::huge_pages(), HugePages::Huge);
+    let flags = vm_flags(address);
+    assert!(has(&flags, "hg") && !has(&flags, "nh"), "after: {flags:?}");
+    drop((early, grown));
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_heap_stays_small_when_turned_off() {
+    const TEST: &str = "child_heap_stays_small_when_turned_off";
+    if !is_child() {
+        if kernel_shows_huge_pages(TEST) {
+            in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "off")]);
+        }
+        return;
+    }
+    assert_eq!(policy::huge_pages(), HugePages::Off);
+    let grown = small_blocks(48 * MIB);
+    assert_eq!(policy::huge_pages(), HugePages::Off);
+    assert!(!has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
+    // Switched on while the program runs, a heap past the threshold switches at once.
+    policy::set_huge_pages_from(Some(8 * MIB));
+    assert_eq!(policy::huge_pages(), HugePages::Huge);
+    assert!(has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
+    const TEST: &str = "child_large_block_that_crosses_the_threshold_is_born_in_huge_pages";
+    if !is_child() {
+        if kernel_shows_huge_pages(TEST) {
+            in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "32MiB")]);
+        }
+        return;
+    }
+    let small = small_blocks(2 * MIB);
+    assert!(matches!(policy::huge_pages(), HugePages::Small { .. }));
+    let large: Vec<u8> = Vec::with_capacity(64 * MIB);
+    assert_eq!(policy::huge_pages(), HugePages::Huge);
+    // Its first byte, where mimalloc wrote the page header before returning it, is advised.
+    assert!(has(&vm_flags(large.as_ptr() as usize), "hg"));
+    drop((small, large));
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_background_purge),
+    ignore = "this build has no background purge (mimalloc 3 on Linux and Android only)"
+)]
+#[cfg_attr(
+    feature = "asan",
+    ignore = "under AddressSanitizer the resident set holds the sanitizer's shadow and quarantine"
+)]
+fn child_memory_goes_back_while_the_program_is_quiet() {
+    const TEST: &str = "child_memory_goes_back_while_the_program_is_quiet";
+    if !is_child() {
+
+        if resident_bytes().is_none() {
+            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        }
+        in_child(TEST, &QUICK);
+        // Without the thread the same program keeps what it freed: the control that shows the
+        // thread is what gives it back.
+        in_child(TEST, &[QUICK[0], QUICK[1], ("MIMALLOC_BACKGROUND_PURGE", "0")]);
+        return;
+    }
+    let running = match policy::background_purge() {
+        BackgroundPurge::Waiting => true,
+        BackgroundPurge::Off => false,
+        other => panic!("the background purge is {other:?} at start"),
+    };
+    assert_eq!(quiet_burst(), running);
+}
+
+/// A short purge delay (50 ms x 1), so that the tests wait for tenths of a second.
+const QUICK: [(&str, &str); 2] = [
+    ("MIMALLOC_PURGE_DELAY", "50"),
+    ("MIMALLOC_ARENA_PURGE_MULT", "1"),
+];
+
+/// Builds 96 MiB of small blocks, frees them, and then does nothing (not one allocation, so
+/// only the background purge can purge) for up to 3 s; whether the memory went back.
+fn quiet_burst() -> bool {
+    let before = resident_bytes().expect("the parent checked");
+    let blocks = small_blocks(96 * MIB);
+    let peak = resident_bytes().expect("the parent checked");
+    assert!(peak >= before + 80 * MIB, "{before} -> {peak}");
+    drop(blocks);
+    let start = Instant::now();
+    let mut now = peak;
+    while now >= before + 16 * MIB && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+        now = resident_bytes().expect("the parent checked");
+    }
+    println!(
+        "resident: {} MiB before, {} MiB at the peak, {} MiB after {:?} quiet ({:?})",
+        before / MIB,
+        peak / MIB,
+        now / MIB,
+        start.elapsed(),
+        policy::background_purge()
+    );
+    now < before + 16 * MIB
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_background_purge),
+    ignore = "this build has no background purge (mimalloc 3 on Linux and Android only)"
+)]
+#[cfg_attr(
+    feature = "asan",
+    ignore = "under AddressSanitizer the resident set holds the sanitizer's shadow and quarantine"
+)]
+fn child_background_purge_starts_again_in_a_forked_child() {
+    const TEST: &str = "child_background_purge_starts_again_in_a_forked_child";
+    if !is_child() {
+        if resident_bytes().is_none() {
+            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        }
+        return in_child(TEST, &QUICK);
+    }
+    assert!(quiet_burst(), "memory went back before the fork");
+    assert_eq!(policy::background_purge(), BackgroundPurge::Running);
+    // SAFETY: the child runs only this function's code, which allocates through mimalloc
+    // (fork-safe: it and the background purge prepare for fork) and ends with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // The thread was not copied: it starts again as the child's heap grows. A panic must
+        // end the child too, not unwind into the copy of the test harness.
+        let passed = std::panic::catch_unwind(|| {
+            let waiting = policy::background_purge() == BackgroundPurge::Waiting;
+            let back = quiet_burst();
+            let running = policy::background_purge() == BackgroundPurge::Running;
+            println!("child: waiting at first {waiting}, memory back {back}, running {running}");
+            waiting && back && running
+        });
+        // SAFETY: ends the child without running the parent's exit handlers twice.
+        unsafe { libc::_exit(if matches!(passed, Ok(true)) { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked, writing its status to a live local.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child: {status:#x}");
+    // The parent's thread still runs.
+    assert!(quiet_burst());
+}
