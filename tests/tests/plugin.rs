@@ -237,10 +237,20 @@ fn purge_threads() -> usize {
 #[cfg(target_os = "linux")]
 fn unload_rounds() {
     let path = std::env::var_os(PLUGIN_VAR).expect("the parent names the library");
-    let path = std::ffi::CString::new(host_path(Path::new(&path)).iter().map(|&c| c as u8).take_while(|&c| c != 0).collect::<Vec<u8>>())
-        .expect("no nul byte in the path");
+    let path = std::ffi::CString::new(
+        host_path(Path::new(&path))
+            .iter()
+            .map(|&c| c as u8)
+            .take_while(|&c| c != 0)
+            .collect::<Vec<u8>>(),
+    )
+    .expect("no nul byte in the path");
     for round in 0..3 {
-        assert_eq!(purge_threads(), 0, "round {round}: a purge thread before loading");
+        assert_eq!(
+            purge_threads(),
+            0,
+            "round {round}: a purge thread before loading"
+        );
         // SAFETY: a nul-terminated path; the library's initializers are the crate's own.
         let library = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         assert!(!library.is_null(), "round {round}: dlopen failed");
@@ -250,13 +260,28 @@ fn unload_rounds() {
         // SAFETY: `plugin_grow` has this signature (tests/plugin/src/lib.rs).
         let grow: extern "C" fn(u32) -> c_int = unsafe { std::mem::transmute(grow) };
         assert_eq!(grow(64), 1, "round {round}: the purge thread did not start");
-        assert_eq!(purge_threads(), 1, "round {round}: purge threads while loaded");
+        assert_eq!(
+            purge_threads(),
+            1,
+            "round {round}: purge threads while loaded"
+        );
         // SAFETY: nothing of the library is used after this.
-        assert_eq!(unsafe { libc::dlclose(library) }, 0, "round {round}: dlclose");
+        assert_eq!(
+            unsafe { libc::dlclose(library) },
+            0,
+            "round {round}: dlclose"
+        );
         // SAFETY: asks whether the library is still loaded, without loading it.
         let still = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        assert!(still.is_null(), "round {round}: the library stayed loaded after dlclose");
-        assert_eq!(purge_threads(), 0, "round {round}: the purge thread outlived its library");
+        assert!(
+            still.is_null(),
+            "round {round}: the library stayed loaded after dlclose"
+        );
+        assert_eq!(
+            purge_threads(),
+            0,
+            "round {round}: the purge thread outlived its library"
+        );
     }
     println!("UNLOAD OK: 3 rounds of load, growth and unload, each purge thread stopped");
 }

@@ -162,14 +162,16 @@ fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
 fn child_memory_goes_back_while_the_program_is_quiet() {
     const TEST: &str = "child_memory_goes_back_while_the_program_is_quiet";
     if !is_child() {
-
         if resident_bytes().is_none() {
             return mimalloc_tests::skip(TEST, "this system does not report the resident set");
         }
         in_child(TEST, &QUICK);
         // Without the thread the same program keeps what it freed: the control that shows the
         // thread is what gives it back.
-        in_child(TEST, &[QUICK[0], QUICK[1], ("MIMALLOC_BACKGROUND_PURGE", "0")]);
+        in_child(
+            TEST,
+            &[QUICK[0], QUICK[1], ("MIMALLOC_BACKGROUND_PURGE", "0")],
+        );
         return;
     }
     let running = match policy::background_purge() {
@@ -250,7 +252,10 @@ fn child_background_purge_starts_again_in_a_forked_child() {
     let mut status = 0;
     // SAFETY: waits for the child just forked, writing its status to a live local.
     assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child: {status:#x}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child: {status:#x}"
+    );
     // The parent's thread still runs.
     assert!(quiet_burst());
 }

@@ -72,7 +72,8 @@ pub extern "C" fn plugin_grow(mebibytes: u32) -> c_int {
             .map(|i| vec![i as u8; 256].into_boxed_slice())
             .collect();
         drop(blocks);
-        let running = mimalloc::policy::background_purge() == mimalloc::policy::BackgroundPurge::Running;
+        let running =
+            mimalloc::policy::background_purge() == mimalloc::policy::BackgroundPurge::Running;
         c_int::from(running)
     })
 }
