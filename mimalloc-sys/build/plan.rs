@@ -794,11 +794,23 @@ pub fn background_purge(target: &Target, version: Version) -> bool {
     version == Version::V3 && (target.os == "linux" || target.os == "android")
 }
 
-/// The option defaults chosen on the benchmark (BENCHMARKS.md, "The option defaults"): the
-/// environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still override them. The rest of
-/// mimalloc's defaults (`page_reclaim_on_free`, `purge_delay`, `arena_purge_mult`) measured best
-/// as they are.
+/// The option defaults chosen on the benchmark (BENCHMARKS.md, "The memory policy" and "The
+/// option defaults"): the environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still
+/// override them. The rest of mimalloc's defaults (`page_reclaim_on_free`, `purge_delay`,
+/// `arena_purge_mult`) measured best as they are.
 fn memory_defaults(
+    defines: &mut Vec<Define>,
+    target: &Target,
+    version: Version,
+    features: &Features,
+    adaptive_thp: bool,
+) {
+    thp_defaults(defines, target, version, features, adaptive_thp);
+    purge_defaults(defines, target, version);
+}
+
+/// Who advises memory for transparent huge pages: mimalloc, the safe crate's policy, or nobody.
+fn thp_defaults(
     defines: &mut Vec<Define>,
     target: &Target,
     version: Version,
@@ -812,30 +824,28 @@ fn memory_defaults(
             "MI_NO_THP",
             None,
             "`no_thp` feature (the registry crates' name): mimalloc never advises its memory for \
-             transparent huge pages, and the routing core does not advise large blocks; the \
+             transparent huge pages, and the safe crate's memory policy advises none either; the \
              process's own setting (`MIMALLOC_ALLOW_THP`, the kernel's mode) is left alone, as \
              with the registry crates",
         );
     }
     if adaptive_thp {
-        // `no_thp` turns the advice off, so MI_NO_THP is not defined twice.
+        // `no_thp` turns the policy off, so MI_NO_THP is not defined twice.
         define(
             defines,
             "MI_NO_THP",
             None,
-            "huge pages for large blocks only: mimalloc no longer advises its arenas for \
-             transparent huge pages (the routing core advises each block of 2 MiB or more \
-             instead), so small heaps fault in 4 KiB at a time: peak RSS against glibc, geometric \
-             mean over the benchmark's 14 workloads, 1.32x instead of 1.64x with mode 2 on every \
-             arena; mid-sized heaps of small blocks pay up to 1.25x the registry crate's time",
+            "the memory policy decides huge pages: mimalloc no longer advises its arenas, so a \
+             small heap faults in 4 KiB pages until the safe crate's policy advises it \
+             (mimalloc/src/policy/; BENCHMARKS.md, \"The memory policy\")",
         );
         define(
             defines,
             "MI_DEFAULT_ALLOW_THP",
             Some("1"),
             "huge pages allowed for the process (0 would disable them with prctl, and the \
-             routing core's advice with them), and purges in 64 KiB slices rather than whole \
-             2 MiB pages (mode 2), which only pays where every arena page is huge",
+             policy's advice with them), and purges in 64 KiB slices rather than whole 2 MiB \
+             pages (mode 2), so a heap gives back what it frees",
         );
     } else if target.os == "android" {
         define(
@@ -863,6 +873,10 @@ fn memory_defaults(
              segments for them unless `no_thp` says otherwise",
         );
     }
+}
+
+/// How soon freed ranges go back to the OS.
+fn purge_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) {
     if version == Version::V3 && target.pointer_width == 64 {
         define(
             defines,

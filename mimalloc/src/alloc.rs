@@ -16,15 +16,16 @@ use mimalloc_sys as ffi;
 /// for blocks of at most `MI_SMALL_SIZE_MAX` bytes (1 KiB on 64-bit targets: mimalloc's inlined
 /// fast path, without the size test and call `mi_malloc` makes; zeroed ones are cleared inline
 /// up to 64 bytes, with `memset` above), else `mi_malloc`, `mi_zalloc`, `mi_realloc`; otherwise
-/// their `_aligned` variants. Three cases do more or less than that one call: on 64-bit Linux
-/// (mimalloc 3, without `no_thp`) a block of 2 MiB or more is also advised for transparent huge
-/// pages (`madvise`); where `dealloc` takes mimalloc 3's small-page path, a `realloc` into a
-/// small layout from a block of a larger page moves the block (allocate, copy, free); and on
-/// 32-bit targets a request above 2 GiB - 4 MiB returns null without calling mimalloc
-/// (docs/known-issues.md). [`Heap`] and the `Allocator` impls take the same paths. Every valid [`Layout`] is accepted: a request
-/// mimalloc cannot satisfy (a size near `isize::MAX`, an alignment larger than the address
-/// space allows) returns null, which the standard collections turn into `handle_alloc_error` or
-/// a `try_reserve` error.
+/// their `_aligned` variants. Three cases do more or less than that one call: a block of 2 MiB
+/// or more meets the memory policy ([`crate::policy`]; with mimalloc 3 on Linux it may switch
+/// the heap to transparent huge pages first, or be advised for them itself with `madvise`, and
+/// may start the background purge); where `dealloc` takes mimalloc 3's small-page path, a
+/// `realloc` into a small layout from a block of a larger page moves the block (allocate, copy,
+/// free); and on 32-bit targets a request above 2 GiB - 4 MiB returns null without calling
+/// mimalloc (docs/known-issues.md). [`Heap`] and the `Allocator` impls take the same paths.
+/// Every valid [`Layout`] is accepted: a request mimalloc cannot satisfy (a size near
+/// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
+/// standard collections turn into `handle_alloc_error` or a `try_reserve` error.
 ///
 /// [`Heap`]: crate::Heap
 ///

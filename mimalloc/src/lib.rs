@@ -9,6 +9,8 @@
 //! - [`stats`], [`stats_print`], [`stats_json`], [`process_info`]: what mimalloc and the OS say
 //!   about memory use.
 //! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
+//! - [`policy`]: the memory policy (Linux, mimalloc 3): the heap gets transparent huge pages
+//!   once it has grown, and memory freed goes back to the OS while the program is quiet.
 //! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
 //! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
 //!   per thread and process-wide, and to enforce a memory limit (the books are read and set

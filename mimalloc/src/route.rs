@@ -8,15 +8,17 @@
 //! `heap.rs` for [`Heap`](crate::Heap)). This module names neither type: they depend on it,
 //! not it on them. The paths are `#[inline(always)]`, so each caller compiles to the same few
 //! instructions it would have if written by hand; only the rare move of a resized block into a
-//! small page, off the hot path, is a function of its own. Blocks of 2 MiB and more get the
-//! huge-page advice on the way out (`huge_pages`), on the large paths only.
+//! small page, off the hot path, is a function of its own. The paths for blocks above mimalloc's
+//! small size call the memory policy around mimalloc (`large`): a block of 2 MiB or more may
+//! switch the heap to huge pages first, and is advised for them after if it lies outside the
+//! heap's advised memory; the small paths never reach it.
 //!
 //! What the routing depends on in the C build is decided by mimalloc-sys's build plan and read
 //! here as the cfgs it publishes, never re-derived from feature names or target facts: guard
 //! pages (`cfg(mimalloc_guarded)`, [`GUARDED`]), the small free (`cfg(mimalloc_small_free)`,
-//! `freed_small`), the cap on requests near 2 GiB (`cfg(mimalloc_large_request_cap)`,
-//! `beyond_largest`) and the huge-page advice (`cfg(mimalloc_adaptive_thp)`, in
-//! `huge_pages`). The one feature read here, `v2`, picks the bindings' entry points.
+//! `freed_small`) and the cap on requests near 2 GiB (`cfg(mimalloc_large_request_cap)`,
+//! `beyond_largest`); the policy reads its own (`policy`). The one feature read here, `v2`,
+//! picks the bindings' entry points.
 
 use crate::policy;
 use core::alloc::Layout;

@@ -26,6 +26,11 @@ pub struct BeyondMallocExamples;
 #[doc = include_str!("../../docs/budgets.md")]
 pub struct BudgetsExamples;
 
+/// The Rust examples of `docs/memory-policy.md` (`mimalloc::policy`), run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/memory-policy.md")]
+pub struct MemoryPolicyExamples;
+
 /// The Rust examples of `docs/profiling.md`: its one example is `ignore`d (the doc tests also
 /// run with `v2`, which has no profiler); included so that any new example there runs.
 #[cfg(doctest)]

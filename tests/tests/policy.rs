@@ -123,7 +123,7 @@ fn child_heap_stays_small_when_turned_off() {
     assert_eq!(policy::huge_pages(), HugePages::Off);
     assert!(!has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
     // Switched on while the program runs, a heap past the threshold switches at once.
-    policy::set_huge_pages_from(Some(8 * MIB));
+    assert_eq!(policy::set_huge_pages_from(Some(8 * MIB)), HugePages::Huge);
     assert_eq!(policy::huge_pages(), HugePages::Huge);
     assert!(has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
 }
@@ -258,4 +258,41 @@ fn child_background_purge_starts_again_in_a_forked_child() {
     );
     // The parent's thread still runs.
     assert!(quiet_burst());
+}
+
+/// Threads of this process named `mimalloc-purge` (Linux's `/proc`).
+fn purge_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("Linux lists a process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "mimalloc-purge")
+        .count()
+}
+
+#[test]
+#[cfg_attr(
+    not(mimalloc_background_purge),
+    ignore = "this build has no background purge (mimalloc 3 on Linux and Android only)"
+)]
+fn child_background_purge_turned_off_and_on_while_running() {
+    const TEST: &str = "child_background_purge_turned_off_and_on_while_running";
+    if !is_child() {
+        if mimalloc_tests::os_emulator().is_some() {
+            // Wine and qemu-user stand in for the kernel whose thread list this reads.
+            return mimalloc_tests::skip(TEST, "the emulator does not show the process's threads");
+        }
+        return in_child(TEST, &[]);
+    }
+    assert_eq!(policy::background_purge(), BackgroundPurge::Waiting);
+    assert_eq!(purge_threads(), 0);
+    let heap = small_blocks(24 * MIB);
+    assert_eq!(policy::background_purge(), BackgroundPurge::Running);
+    assert_eq!(purge_threads(), 1);
+    // Off: the thread is stopped and joined before the call returns.
+    assert_eq!(policy::set_background_purge(false), BackgroundPurge::Off);
+    assert_eq!(purge_threads(), 0);
+    // On again with a heap past the threshold: it starts at once.
+    assert_eq!(policy::set_background_purge(true), BackgroundPurge::Running);
+    assert_eq!(purge_threads(), 1);
+    drop(heap);
 }

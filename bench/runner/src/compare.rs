@@ -9,6 +9,7 @@ use crate::progress;
 use crate::report::{self, Report};
 use crate::stats::Samples;
 use bench_workloads::Workload;
+use bench_workloads::rng::Rng;
 use indicatif::ProgressBar;
 
 pub fn run(options: &Options, command: String) -> Result<(), String> {
@@ -68,10 +69,20 @@ fn measure_all(options: &Options, binaries: &Binaries) -> (Samples, Vec<String>)
     (samples, failures)
 }
 
-/// The order of the allocators in a round. Each round starts the alternation with a different
-/// allocator, so that none is always first after another workload (or always last before one).
+/// The order of the allocators in a round: a shuffle of its own (seeded by the round, so a run
+/// is repeatable), so that no allocator always runs first or last, nor always right after the
+/// same other one. What a process leaves behind changes the next one's page faults: on a VM
+/// that hands freed guest memory back to its host (free page reporting), a process faulting in
+/// huge pages after one that freed hundreds of MiB of 4 KiB pages spent 0.4 s more in the kernel
+/// than after one that freed huge pages (BENCHMARKS.md, "Noise"), and a fixed rotation put the
+/// same allocator after the system allocator in every round.
 fn turn(round: usize, variants: usize) -> impl Iterator<Item = usize> {
-    (0..variants).map(move |i| (i + round) % variants)
+    let mut order: Vec<usize> = (0..variants).collect();
+    let mut rng = Rng::new(0x7u64.wrapping_add(round as u64));
+    for i in (1..variants).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    order.into_iter()
 }
 
 /// Which run of the alternation is next.
@@ -115,5 +126,45 @@ fn verdict(checks: usize, failures: &[String]) -> Result<(), String> {
             failures.len(),
             failures.join("\n")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::turn;
+
+    /// Every round runs every allocator once, and over the rounds of a full run each allocator
+    /// follows several others and is sometimes first.
+    #[test]
+    fn every_round_is_a_permutation_and_neighbours_change() {
+        let (variants, rounds) = (10, 15);
+        let orders: Vec<Vec<usize>> = (0..rounds).map(|r| turn(r, variants).collect()).collect();
+        for order in &orders {
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..variants).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            orders,
+            (0..rounds)
+                .map(|r| turn(r, variants).collect())
+                .collect::<Vec<Vec<usize>>>()
+        );
+        for v in 0..variants {
+            let mut before: Vec<usize> = orders
+                .iter()
+                .filter_map(|o| {
+                    o.iter()
+                        .position(|&x| x == v)
+                        .filter(|&i| i > 0)
+                        .map(|i| o[i - 1])
+                })
+                .collect();
+            before.sort_unstable();
+            before.dedup();
+            assert!(before.len() >= 4, "allocator {v} follows only {before:?}");
+        }
+        let firsts: std::collections::BTreeSet<usize> = orders.iter().map(|o| o[0]).collect();
+        assert!(firsts.len() >= 5, "first places: {firsts:?}");
     }
 }

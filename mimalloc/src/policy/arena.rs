@@ -81,17 +81,19 @@ pub(crate) fn reserve_first(backing: Backing) -> bool {
     add(arena_size(0), backing)
 }
 
-/// mimalloc's arena size for the arena after `reserved` bytes: its `arena_reserve` option for
-/// the first, then as much as all before together, at most [`LARGEST`].
-fn arena_size(reserved: usize) -> usize {
+/// The size of a new arena: mimalloc's own (`arena_reserve`) for the first, and at least
+/// `at_least` bytes for the next (as much as all arenas before it together, or what a block
+/// needs), at most [`LARGEST`].
+fn arena_size(at_least: usize) -> usize {
     // SAFETY: reading an option has no precondition.
     let unit = unsafe { ffi::mi_option_get_size(ffi::mi_option_arena_reserve) };
-    unit.max(reserved).clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
+    unit.max(at_least).clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
 }
 
 /// Reserves the next arena if `committed` bytes have reached three quarters of the policy's
-/// arenas, while it still has some (the heap of a policy that reserved none is mimalloc's).
-pub(crate) fn grow(committed: usize, backing: Backing) {
+/// arenas, while it still has some (the heap of a policy that reserved none is mimalloc's): at
+/// least large enough for a block of `block` bytes (0 for none) with mimalloc's metadata.
+pub(crate) fn grow(committed: usize, block: usize, backing: Backing) {
     let reserved = RESERVED.load(Ordering::Relaxed);
     if reserved == 0 || committed < reserved / 4 * 3 || COUNT.load(Ordering::Relaxed) == MAX_ARENAS
     {
@@ -101,7 +103,9 @@ pub(crate) fn grow(committed: usize, backing: Backing) {
         return;
     }
     if RESERVED.load(Ordering::Relaxed) == reserved {
-        add(arena_size(reserved), backing);
+        // mimalloc's own arena for a large block leaves a chunk (32 MiB) for its metadata.
+        let fits = block.saturating_add(64 << 20);
+        add(arena_size(reserved.max(fits)), backing);
     }
     ADDING.store(false, Ordering::Release);
 }

@@ -100,10 +100,15 @@ pub(crate) fn set_from(from: Option<usize>) {
 /// Called as the heap grows, with the bytes committed: switches once they reach the threshold,
 /// and reserves the next arena before the heap outgrows the ones it has.
 pub(crate) fn poll(committed: usize) {
+    grow_for(committed, 0);
+}
+
+/// [`poll`] for a heap about to take a block of `block` bytes.
+fn grow_for(committed: usize, block: usize) {
     if STAGE.load(Ordering::Relaxed) == SMALL && committed >= FROM.load(Ordering::Relaxed) {
         switch();
     }
-    arena::grow(committed, backing());
+    arena::grow(committed, block, backing());
 }
 
 /// How a new arena is to be backed now.
@@ -118,7 +123,7 @@ fn backing() -> Backing {
 /// Before a request of `size` bytes (at least a huge page) is served: the heap switches first
 /// if the block takes it past the threshold, so the block is born in huge pages.
 pub(crate) fn before_large(size: usize, committed: usize) {
-    poll(committed.saturating_add(size));
+    grow_for(committed.saturating_add(size), size);
 }
 
 /// Advises every policy arena for huge pages, once.

@@ -42,11 +42,8 @@
 //!     other => println!("{other:?}"),
 //! }
 //! // A service that measures its own memory can turn the thread off.
-//! policy::set_background_purge(false);
-//! assert!(matches!(
-//!     policy::background_purge(),
-//!     BackgroundPurge::Off | BackgroundPurge::NotBuilt
-//! ));
+//! let now = policy::set_background_purge(false);
+//! assert!(matches!(now, BackgroundPurge::Off | BackgroundPurge::NotBuilt));
 //! ```
 
 #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
@@ -113,14 +110,17 @@ pub fn huge_pages() -> HugePages {
 }
 
 /// Sets the committed size from which the heap gets huge pages (`None`: never), as
-/// `MIMALLOC_HUGE_PAGES_FROM` does at start-up; a heap already past it switches at once. A heap
-/// that has switched keeps its huge pages. Without effect where [`huge_pages`] is
-/// [`HugePages::NotBuilt`], or where the heap never was the policy's.
-pub fn set_huge_pages_from(from: Option<usize>) {
+/// `MIMALLOC_HUGE_PAGES_FROM` does at start-up, and returns where the heap's huge pages stand
+/// then: a heap already past the threshold switches at once, and one that has switched keeps
+/// its huge pages. Where the policy is not built ([`HugePages::NotBuilt`]) or does not hold the
+/// heap ([`HugePages::Off`] with `MIMALLOC_ALLOW_THP=0` or `MIMALLOC_RESERVE_OS_MEMORY`), nothing
+/// changes, and the answer says so.
+pub fn set_huge_pages_from(from: Option<usize>) -> HugePages {
     #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
     huge::set_from(from);
     #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
     let _ = from;
+    huge_pages()
 }
 
 /// Where the background purge stands now.
@@ -136,14 +136,16 @@ pub fn background_purge() -> BackgroundPurge {
     BackgroundPurge::NotBuilt
 }
 
-/// Turns the background purge on (its thread starts once the heap is large enough) or off
-/// (its thread is stopped and joined before this returns), as `MIMALLOC_BACKGROUND_PURGE` does at
-/// start-up. Without effect where [`background_purge`] is [`BackgroundPurge::NotBuilt`].
-pub fn set_background_purge(on: bool) {
+/// Turns the background purge on (its thread starts once the heap is large enough, at once if
+/// it is) or off (its thread is stopped and joined before this returns), as
+/// `MIMALLOC_BACKGROUND_PURGE` does at start-up, and returns where it stands then
+/// ([`BackgroundPurge::NotBuilt`] where it is not built: nothing changes there).
+pub fn set_background_purge(on: bool) -> BackgroundPurge {
     #[cfg(all(mimalloc_background_purge, not(miri)))]
     purge::set(on);
     #[cfg(not(all(mimalloc_background_purge, not(miri))))]
     let _ = on;
+    background_purge()
 }
 
 /// Before a request of `size` bytes is served on a path for blocks above mimalloc's small size:

@@ -148,9 +148,14 @@ fn spawn() -> Result<libc::pthread_t, i32> {
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut attr: libc::pthread_attr_t = core::mem::zeroed();
         libc::pthread_attr_init(&mut attr);
-        libc::pthread_attr_setstacksize(&mut attr, 64 << 10);
+        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
         let mut thread: libc::pthread_t = core::mem::zeroed();
-        let made = libc::pthread_create(&mut thread, &attr, run, core::ptr::null_mut());
+        let mut made = libc::pthread_create(&mut thread, &attr, run, core::ptr::null_mut());
+        if made == libc::EINVAL {
+            // glibc takes the program's static thread-local storage from the stack too, and
+            // refuses a stack it does not fit in: the default size then.
+            made = libc::pthread_create(&mut thread, core::ptr::null(), run, core::ptr::null_mut());
+        }
         libc::pthread_attr_destroy(&mut attr);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
         if made == 0 {
