@@ -35,8 +35,9 @@ pub const STILL: Workload = Workload {
 const MIB: usize = 1 << 20;
 /// The bytes of the burst's objects at full scale.
 const BURST: usize = 300 * MIB;
-/// How long the quiet lasts at full scale: long past mimalloc's purge delay (10 ms by default),
-/// so what is still resident then is kept, not waiting.
+/// How long the quiet lasts at full scale: past mimalloc 3's delay for purging freed arena
+/// memory (`purge_delay` x `arena_purge_mult`, 1 s x 4 by default), so what is still resident
+/// then is kept, not waiting.
 const QUIET_MS: usize = 5_000;
 
 fn object_len(rng: &mut Rng) -> usize {
