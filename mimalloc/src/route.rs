@@ -9,7 +9,7 @@
 //! not it on them. The paths are `#[inline(always)]`, so each caller compiles to the same few
 //! instructions it would have if written by hand; only the rare move of a resized block into a
 //! small page, off the hot path, is a function of its own. The paths for blocks above mimalloc's
-//! small size call the memory policy around mimalloc (`large`): a block of 2 MiB or more may
+//! small size go through the memory policy (`policy::large`): a block of 2 MiB or more may
 //! switch the heap to huge pages first, and is advised for them after if it lies outside the
 //! heap's advised memory; the small paths never reach it.
 //!
@@ -129,25 +129,13 @@ pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
         // SAFETY: the size is at most `SMALL_SIZE_MAX`.
         Some(size) if size <= SMALL_SIZE_MAX => unsafe { heap.malloc_small(size) },
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => large(size, || heap.malloc(size)),
+        Some(size) => policy::large(size, || heap.malloc(size)),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => large(layout.size(), || unsafe {
+        None => policy::large(layout.size(), || unsafe {
             heap.malloc_aligned(layout.size(), layout.align())
         }),
     };
     p.cast()
-}
-
-/// A block of `size` bytes from `serve`, one of the paths for blocks above `SMALL_SIZE_MAX`,
-/// with the memory policy's two calls around it (`policy`): before, a block of 2 MiB or more
-/// may switch the heap to huge pages, so that it is born in them; after, such a block outside
-/// the heap's advised memory is advised itself.
-#[inline(always)]
-fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
-    policy::before_large(size);
-    let block = serve();
-    policy::after_large(block.cast(), size);
-    block
 }
 
 /// A zeroed block for `layout` from `heap`, or null. Small blocks are cleared inline rather than
@@ -165,9 +153,9 @@ pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
             p
         }
         _ if beyond_largest(layout) => core::ptr::null_mut(),
-        Some(size) => large(size, || heap.zalloc(size)),
+        Some(size) => policy::large(size, || heap.zalloc(size)),
         // SAFETY: `align` is a power of two (a `Layout` invariant).
-        None => large(layout.size(), || unsafe {
+        None => policy::large(layout.size(), || unsafe {
             heap.zalloc_aligned(layout.size(), layout.align())
         }),
     };
@@ -200,7 +188,7 @@ pub(crate) unsafe fn realloc(
         return core::ptr::null_mut();
     }
     let p = ptr.cast::<c_void>();
-    let q = large(new.size(), || match plain_size(new) {
+    let q = policy::large(new.size(), || match plain_size(new) {
         // SAFETY: `p` is live (caller contract); a plain block of `size` bytes is aligned to
         // `new.align()` (see `plain_size`), and so is the old block if it stays in place.
         Some(size) => unsafe { heap.realloc(p, size) },

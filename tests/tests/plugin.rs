@@ -266,11 +266,8 @@ fn unload_rounds() {
             "round {round}: purge threads while loaded"
         );
         // SAFETY: nothing of the library is used after this.
-        assert_eq!(
-            unsafe { libc::dlclose(library) },
-            0,
-            "round {round}: dlclose"
-        );
+        let closed = unsafe { libc::dlclose(library) };
+        assert_eq!(closed, 0, "round {round}: dlclose");
         // SAFETY: asks whether the library is still loaded, without loading it.
         let still = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
         assert!(

@@ -65,19 +65,10 @@ fn poll(committed: usize) {
     let _ = committed;
 }
 
-/// The large path's poll, for blocks of 2 MiB or more, which a small heap rarely takes and
-/// which grow a heap by as much as the heartbeat's thousand allocations; one `getrusage`, next
-/// to the page faults of at least 2 MiB.
-#[inline(always)]
+/// The large path's poll, for blocks of 2 MiB or more (`super::large`), which a small heap
+/// rarely takes and which grow a heap by as much as the heartbeat's thousand allocations; one
+/// `getrusage`, next to the page faults of at least 2 MiB.
 pub(crate) fn before_large(size: usize) {
-    if size >= 2 << 20 {
-        before_large_cold(size);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn before_large_cold(size: usize) {
     let committed = process::committed();
     #[cfg(mimalloc_adaptive_thp)]
     huge::before_large(size, committed);

@@ -46,6 +46,8 @@
 //! assert!(matches!(now, BackgroundPurge::Off | BackgroundPurge::NotBuilt));
 //! ```
 
+use core::ffi::c_void;
+
 #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
 mod arena;
 #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
@@ -148,25 +150,39 @@ pub fn set_background_purge(on: bool) -> BackgroundPurge {
     background_purge()
 }
 
-/// Before a request of `size` bytes is served on a path for blocks above mimalloc's small size:
-/// a block of 2 MiB or more may switch the heap to huge pages first, or start the background
-/// purge. One compare of a static on the path, and nothing once both are decided.
+/// Whether this build has anything for the policy to do around a large block.
+const AROUND_LARGE: bool = cfg!(all(
+    any(mimalloc_adaptive_thp, mimalloc_background_purge),
+    not(miri)
+));
+
+/// The size from which a block meets the policy: a huge page.
+const LARGE_BLOCK: usize = 2 << 20;
+
+/// A block of `size` bytes served by `serve`, one of the routing core's paths for blocks above
+/// mimalloc's small size. A block of 2 MiB or more meets the policy: before it is served it may
+/// switch the heap to huge pages (so that it is born in them) or start the background purge;
+/// after, if it lies outside the heap's advised memory, it is advised for huge pages itself.
+/// That part is out of line, so a smaller block's path stays one compare and mimalloc's call,
+/// and the small paths, which never come here, keep the registers they had.
 #[inline(always)]
-pub(crate) fn before_large(size: usize) {
-    #[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
-    load::before_large(size);
-    #[cfg(not(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri))))]
-    let _ = size;
+pub(crate) fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
+    if AROUND_LARGE && size >= LARGE_BLOCK {
+        around_large(size, serve)
+    } else {
+        serve()
+    }
 }
 
-/// After a block of `size` bytes was served at `block` on such a path: a block of 2 MiB or
-/// more outside the heap's advised memory is advised for huge pages itself.
-#[inline(always)]
-pub(crate) fn after_large(block: *mut u8, size: usize) {
+#[inline(never)]
+fn around_large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
+    #[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+    load::before_large(size);
+    let block = serve();
     #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
-    huge::after_large(block, size);
-    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
-    let _ = (block, size);
+    huge::after_large(block.cast(), size);
+    let _ = size;
+    block
 }
 
 /// Bytes of address space the policy reserved for the heap, which mimalloc's own `reserved`
