@@ -11,16 +11,22 @@ const BLOCK: usize = 64 << 10;
 
 #[inline(never)]
 fn plugin_keeps_48_mib() -> Vec<Vec<u8>> {
-    (0..(48 << 20) / BLOCK)
-        .map(|i| vec![i as u8; BLOCK])
-        .collect()
+    blocks(48 << 20)
 }
 
 #[inline(never)]
 fn plugin_keeps_8_mib() -> Vec<Vec<u8>> {
-    (0..(8 << 20) / BLOCK)
-        .map(|i| vec![i as u8; BLOCK])
-        .collect()
+    blocks(8 << 20)
+}
+
+/// `bytes` of blocks, allocated in the caller's frame. The check after `collect` is what keeps
+/// that frame in the sampled stacks: with `collect` last, the compiler may make it a tail call
+/// (a jump that leaves the caller's frame), and whether it does changes with the code around it.
+#[inline(always)]
+fn blocks(bytes: usize) -> Vec<Vec<u8>> {
+    let blocks: Vec<Vec<u8>> = (0..bytes / BLOCK).map(|i| vec![i as u8; BLOCK]).collect();
+    assert_eq!(blocks.len(), bytes / BLOCK);
+    blocks
 }
 
 /// Profiles the two functions at mimalloc's default sample rate into `<dir>/heap.0001.pb`
