@@ -1,8 +1,11 @@
 //! Before anything is measured, each build runs once with `MIMALLOC_VERBOSE=1`, and what
 //! mimalloc says at start-up proves which allocator it is: the system build prints nothing of
-//! mimalloc's, a mimalloc build prints its version and secure level, and reserving its first
-//! arena (`mimalloc: reserved ... memory`) shows it served the program's allocations, which a
-//! product that links the crate without `assign_global!()` never makes it do.
+//! mimalloc's, a mimalloc build prints its version and secure level, and either reserving its
+//! first arena (`mimalloc: reserved ... memory`) or the `allocated` line of the statistics it
+//! prints at exit shows it served the program's allocations, which a product that links the
+//! crate without `assign_global!()` never makes it do. (mimalloc 3 prints that line only when it
+//! served something; on 64-bit Linux its first arena is the memory policy's, which mimalloc does
+//! not announce as reserved.)
 
 use super::build::Executables;
 use super::variants::{Build, Variant};
@@ -53,8 +56,8 @@ struct Startup {
     /// `vMAJOR.MINOR.PATCH`.
     version: Option<(u32, String)>,
     secure_level: Option<u32>,
-    /// It reserved memory for the program's allocations.
-    reserved: bool,
+    /// It reserved memory for the program's allocations, or counted some at exit.
+    served: bool,
 }
 
 impl Startup {
@@ -64,7 +67,8 @@ impl Startup {
             let message = line.strip_prefix("mimalloc: ");
             startup.started |= message.is_some();
             let text = message.unwrap_or(line).trim();
-            startup.reserved |= message.is_some_and(|m| m.starts_with("reserved "));
+            startup.served |= message.is_some_and(|m| m.starts_with("reserved "))
+                || (startup.started && text.starts_with("allocated") && text.contains(':'));
             if let Some(level) = text.strip_prefix("secure level:") {
                 startup.secure_level = level.trim().parse().ok();
             }
@@ -123,10 +127,10 @@ fn verdict(build: &Build, startup: &Startup) -> Result<String, String> {
             "the {name} build runs mimalloc at secure level {level}"
         ));
     }
-    if !startup.reserved {
+    if !startup.served {
         return Err(format!(
             "the {name} build links mimalloc {version}, but mimalloc served none of its \
-             allocations (it reserved no memory): add {ASSIGN}"
+             allocations (it reserved no memory and counted none at exit): add {ASSIGN}"
         ));
     }
     Ok(format!(
@@ -148,7 +152,7 @@ mod tests {
         let startup = Startup::read(V3);
         assert_eq!(startup.version, Some((3, "v3.6.0".into())));
         assert_eq!(startup.secure_level, Some(0));
-        assert!(startup.started && startup.reserved);
+        assert!(startup.started && startup.served);
         assert!(
             verdict(&BUILDS[1], &startup)
                 .unwrap()
@@ -169,6 +173,22 @@ mod tests {
                 .unwrap_err()
                 .contains("without its `mimalloc` feature")
         );
+    }
+
+    #[test]
+    fn a_build_whose_first_arena_is_the_policys_is_told_by_its_statistics_at_exit() {
+        let policy = "mimalloc: process init: 0x1\nv3.6.0\nsecure level: 0\n\
+            mimalloc: policy: heap arena 1 of 1024 MiB at 0x7f0000000000 (Small pages)\n";
+        let unassigned = Startup::read(policy);
+        assert!(!unassigned.served);
+        let assigned = Startup::read(&format!(
+            "{policy}subproc 0\n  allocated   :   640         784         640      \n"
+        ));
+        assert!(assigned.served);
+        assert!(verdict(&BUILDS[1], &assigned).is_ok());
+        // The program's own words before mimalloc's first line prove nothing.
+        let early = Startup::read(&format!("allocated: 5\n{policy}"));
+        assert!(!early.served);
     }
 
     #[test]
