@@ -429,6 +429,16 @@ pub fn c_abi_probe() -> &'static [usize] {
     unsafe { std::slice::from_raw_parts(mimalloc_tests_abi.as_ptr(), mimalloc_tests_abi_len) }
 }
 
+/// How many threads of this process are named `mimalloc-purge`: the memory policy's background
+/// purge (Linux only: it reads `/proc/self/task`, and panics where there is none).
+pub fn purge_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("Linux lists a process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "mimalloc-purge")
+        .count()
+}
+
 /// `value`, which the compiler must now assume was read and written through: allocations a
 /// test makes only to see them counted are not removed as unused (the compiler may remove an
 /// allocation whose block is never used, and does in release builds). `std::hint::black_box`

@@ -224,16 +224,6 @@ fn child_unloaded_plugin_stops_its_purge_thread() {
     unload_rounds();
 }
 
-/// Threads of this process named `mimalloc-purge`.
-#[cfg(target_os = "linux")]
-fn purge_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("Linux lists a process's threads")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "mimalloc-purge")
-        .count()
-}
-
 #[cfg(target_os = "linux")]
 fn unload_rounds() {
     let path = std::env::var_os(PLUGIN_VAR).expect("the parent names the library");
@@ -247,7 +237,7 @@ fn unload_rounds() {
     .expect("no nul byte in the path");
     for round in 0..3 {
         assert_eq!(
-            purge_threads(),
+            mimalloc_tests::purge_threads(),
             0,
             "round {round}: a purge thread before loading"
         );
@@ -261,7 +251,7 @@ fn unload_rounds() {
         let grow: extern "C" fn(u32) -> c_int = unsafe { std::mem::transmute(grow) };
         assert_eq!(grow(64), 1, "round {round}: the purge thread did not start");
         assert_eq!(
-            purge_threads(),
+            mimalloc_tests::purge_threads(),
             1,
             "round {round}: purge threads while loaded"
         );
@@ -275,7 +265,7 @@ fn unload_rounds() {
             "round {round}: the library stayed loaded after dlclose"
         );
         assert_eq!(
-            purge_threads(),
+            mimalloc_tests::purge_threads(),
             0,
             "round {round}: the purge thread outlived its library"
         );

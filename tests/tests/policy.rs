@@ -268,15 +268,6 @@ fn check_forked_child() {
     );
 }
 
-/// Threads of this process named `mimalloc-purge` (Linux's `/proc`).
-fn purge_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("Linux lists a process's threads")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "mimalloc-purge")
-        .count()
-}
-
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
@@ -292,15 +283,15 @@ fn child_background_purge_turned_off_and_on_while_running() {
         return in_child(TEST, &[]);
     }
     assert_eq!(policy::background_purge(), BackgroundPurge::Waiting);
-    assert_eq!(purge_threads(), 0);
+    assert_eq!(mimalloc_tests::purge_threads(), 0);
     let heap = small_blocks(24 * MIB);
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
-    assert_eq!(purge_threads(), 1);
+    assert_eq!(mimalloc_tests::purge_threads(), 1);
     // Off: the thread is stopped and joined before the call returns.
     assert_eq!(policy::set_background_purge(false), BackgroundPurge::Off);
-    assert_eq!(purge_threads(), 0);
+    assert_eq!(mimalloc_tests::purge_threads(), 0);
     // On again with a heap past the threshold: it starts at once.
     assert_eq!(policy::set_background_purge(true), BackgroundPurge::Running);
-    assert_eq!(purge_threads(), 1);
+    assert_eq!(mimalloc_tests::purge_threads(), 1);
     drop(heap);
 }
