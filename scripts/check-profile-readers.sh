@@ -14,6 +14,11 @@
 # - gperftools' `pprof` (Debian's google-perftools), the text format.
 # Plus: the sampled totals Go's pprof decodes equal mimalloc-prof's; gperftools' in-use total
 # equals the text header's; mimalloc-prof writes the flame graph.
+# Then the same two sites named in what a program gets with no profiler code, from
+# `MIMALLOC_PROFILE` alone (completed, and symbolized unless MIMALLOC_PROFILE_SYMBOLIZE=0), in
+# its final and its interval snapshots; symbolized snapshots read with the binary deleted; and
+# examples/profile-server's `/debug/pprof/heap` read by `go tool pprof` over HTTP, with its
+# flame graph drawn by the running process.
 # Needs those packages and python3 (the library's host); `.ci/run lane profile` installs them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -94,6 +99,53 @@ echo "text snapshot: header says $inuse_bytes bytes in use; google-pprof's total
 check_sites "pprof, protobuf" keeps_48_mib keeps_8_mib "$(pprof "$pb")"
 check_sites "pprof, text" keeps_48_mib keeps_8_mib "$(pprof "$example" "$heap")"
 check_sites "google-pprof, text" keeps_48_mib keeps_8_mib "$(gperftools_pprof "$example" "$heap")"
+
+# --- MIMALLOC_PROFILE: no profiler code in the program ----------------------------------------
+zero=$out/zero-code
+mkdir -p "$zero"
+cp "$example" "$zero/program"
+MIMALLOC_PROFILE=$zero/plain MIMALLOC_PROFILE_SYMBOLIZE=0 "$zero/program" --no-profiler
+MIMALLOC_PROFILE=$zero/plain.heap "$zero/program" --no-profiler # text: unsymbolized unless asked
+check_sites "pprof, MIMALLOC_PROFILE, protobuf" keeps_48_mib keeps_8_mib "$(pprof "$zero/plain.0001.pb")"
+check_sites "google-pprof, MIMALLOC_PROFILE, text" keeps_48_mib keeps_8_mib \
+  "$(gperftools_pprof "$zero/program" "$zero/plain.0001.heap")"
+MIMALLOC_PROFILE=$zero/heap "$zero/program" --no-profiler
+MIMALLOC_PROFILE=$zero/heap.heap MIMALLOC_PROFILE_SYMBOLIZE=1 "$zero/program" --no-profiler
+# Interval snapshots (about every 64 MiB allocated, so several during the 256 MiB run).
+MIMALLOC_PROFILE=$zero/steps MIMALLOC_PROFILE_ALLOC_INTERVAL=64m "$zero/program" --no-profiler
+check_sites "go tool pprof, MIMALLOC_PROFILE, with the binary" keeps_48_mib keeps_8_mib \
+  "$(go_pprof "$zero/program" "$zero/heap.0001.pb")"
+rm "$zero/program"
+check_sites "go tool pprof, MIMALLOC_PROFILE, no binary" keeps_48_mib keeps_8_mib \
+  "$(go_pprof "$zero/heap.0001.pb")"
+check_sites "pprof, MIMALLOC_PROFILE, no binary" keeps_48_mib keeps_8_mib "$(pprof "$zero/heap.0001.pb")"
+check_sites "google-pprof, MIMALLOC_PROFILE, text, no binary" keeps_48_mib keeps_8_mib \
+  "$(gperftools_pprof "$zero/heap.0001.heap")"
+mimalloc_prof_sites "$zero/heap.0001.pb" >/dev/null
+echo "mimalloc-prof, MIMALLOC_PROFILE, no binary: keeps_48_mib and keeps_8_mib: ok"
+steps=$(ls "$zero"/steps.*.pb | wc -l)
+[ "$steps" -ge 3 ] || { echo "MIMALLOC_PROFILE_ALLOC_INTERVAL=64m wrote $steps snapshots" >&2; exit 1; }
+check_sites "go tool pprof, MIMALLOC_PROFILE interval snapshot 2 of $steps, no binary" \
+  keeps_48_mib keeps_8_mib "$(go_pprof "$zero/steps.0002.pb")"
+
+# --- examples/profile-server: /debug/pprof/heap over HTTP --------------------------------------
+cargo build --release --quiet -p profile-server
+cp target/release/profile-server "$zero/server"
+"$zero/server" 127.0.0.1:0 >"$zero/server.url" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$zero/server.url" ] && break; sleep 0.1; done
+url=$(head -1 "$zero/server.url")
+# Out of the readers' reach (the profile names the path it was started from), still the running
+# process's own file, which it symbolizes against.
+mv "$zero/server" "$zero/server-moved"
+check_sites "go tool pprof, $url, no binary" keeps_48_mib keeps_8_mib \
+  "$(PPROF_TMPDIR=$zero go_pprof "$url")"
+curl -fsS -o "$zero/served.svg" "$url.svg"
+grep -q keeps_48_mib "$zero/served.svg" || { echo "the served flame graph does not name keeps_48_mib" >&2; exit 1; }
+echo "flame graph from the running server: names keeps_48_mib: ok"
+kill $server
+trap - EXIT
 
 # Go's own pprof names functions from DWARF only; the shared library is checked from this
 # build too. Its own target directory: the two builds' settings differ in every crate.

@@ -256,6 +256,11 @@ if [ "$target" = wasm32-unknown-unknown ]; then
   echo "SUMMARY $target: the product builds, and assign_global!() installed nothing ($wasm)"
   exit 0
 fi
+# The promise is Rust 1.63 for every stable feature of the safe crate, `profile`'s backtrace
+# dependency included (scripts/msrv-workspace.sh pins its last 1.63 release).
+log "$target: the safe crate with std, allocator-api2, tracking and profile ($($old_rustc --version))"
+(cd "$ws" && "$old_cargo" build --offline --quiet --target "$target" -p mimalloc \
+  --features std,allocator-api2,tracking,profile)
 for features in "$@"; do
   label="$target${features:+ [$features]}"
   log "$label: building the tests with $($old_rustc --version)"

@@ -70,8 +70,11 @@ for manifest in "$ws"/*/Cargo.toml "$ws/tests/plugin/Cargo.toml"; do
   sed -i.bak -e '/^\[lints\]$/,/^workspace = true$/d' "$manifest"
 done
 rm -f "$ws"/*/Cargo.toml.bak "$ws"/*/*/Cargo.toml.bak
+# backtrace releases after 0.3.68 state no rust-version but need addr2line 0.21 (Rust 1.65), which
+# the fallback resolver takes for want of another: pinned to the last that builds with 1.63.
 (cd "$ws" &&
   CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo generate-lockfile --quiet &&
+  CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update --quiet -p backtrace --precise 0.3.68 &&
   cargo vendor --quiet --locked "$dir/crates" >/dev/null)
 sed -i.bak 's/^version = 4$/version = 3/' "$ws/Cargo.lock" && rm -f "$ws/Cargo.lock.bak"
 crates="$dir/crates"

@@ -9,6 +9,9 @@
 //! up only in allocated bytes. `cargo run --release -p mimalloc-prof --example known_profile`
 //! writes `target/known-profile/heap.0001.pb` (`-- DIR text`: gperftools' text format), then `cargo run --release -p mimalloc-prof --
 //! target/known-profile/heap.0001.pb` prints the report and writes the flame graph.
+//!
+//! `-- --no-profiler` runs the same functions with no profiler code and exits holding the
+//! memory: `MIMALLOC_PROFILE=target/known-profile/env` then writes the profile at exit.
 
 use mimalloc::profile::{Format, Profiler};
 use std::hint::black_box;
@@ -63,7 +66,13 @@ pub fn profile_into(dir: &Path, format: Format) -> Result<PathBuf, Box<dyn std::
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // [DIR [text]]: where to write (target/known-profile), and gperftools' text format instead
     // of pprof's protobuf.
-    let mut args = std::env::args_os().skip(1);
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "--no-profiler") {
+        let kept = (keeps_48_mib(), keeps_8_mib());
+        black_box(churns_200_mib());
+        std::mem::forget(kept); // in use when mimalloc writes the profile at exit
+        return Ok(());
+    }
     let dir = args
         .next()
         .map_or_else(|| PathBuf::from("target/known-profile"), PathBuf::from);

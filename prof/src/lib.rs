@@ -17,3 +17,12 @@ pub fn read(path: &std::path::Path, binary: Option<std::path::PathBuf>) -> Resul
     let profile = Profile::decode_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     Report::new(&profile, binary)
 }
+
+/// A flame graph (SVG) of the in-use bytes of `snapshot`, a profile's bytes as
+/// `mimalloc::profile::Profiler::snapshot_bytes` returns them, symbolized against the files the
+/// profiled process had loaded: in that process itself, it draws its own heap without Go.
+pub fn flame_graph(snapshot: &[u8], title: &str) -> Result<Vec<u8>, String> {
+    let profile = Profile::decode_bytes(snapshot)?;
+    let report = Report::new(&profile, None)?;
+    flame::svg(&report, Measure::InUse, title)
+}

@@ -2,7 +2,8 @@
 //! uses, with the field numbers of the published schema
 //! (<https://github.com/google/pprof/blob/main/proto/profile.proto>); prost skips the fields
 //! not declared here. mimalloc writes no `Function`s or `Line`s: its locations are raw
-//! addresses, symbolized by [`crate::symbols`].
+//! addresses, symbolized by [`crate::symbols`], unless the process symbolized the snapshot
+//! itself (`ProfilerOptions::symbolize`, `MIMALLOC_PROFILE`), which writes them.
 
 /// `perftools.profiles.Profile`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -15,6 +16,8 @@ pub struct Profile {
     pub mapping: Vec<Mapping>,
     #[prost(message, repeated, tag = "4")]
     pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
     #[prost(string, repeated, tag = "6")]
     pub string_table: Vec<String>,
     #[prost(int64, tag = "9")]
@@ -75,6 +78,32 @@ pub struct Location {
     pub mapping_id: u64,
     #[prost(uint64, tag = "3")]
     pub address: u64,
+    /// The functions at the address, innermost first, where the profile was symbolized when it
+    /// was taken (`ProfilerOptions::symbolize`); empty otherwise.
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+}
+
+/// `perftools.profiles.Line`: one function at a location.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct Line {
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+}
+
+/// `perftools.profiles.Function`: names are indices into the string table.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct Function {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
 }
 
 impl Profile {

@@ -54,7 +54,8 @@ impl<'p> Symbolizer<'p> {
     /// (mimalloc's own writer records none) are read unchecked, as before build ids existed.
     fn check_build_ids(&self) -> Result<(), String> {
         let mut checked = HashSet::new();
-        for location in &self.profile.location {
+        // Locations symbolized when the profile was taken need no file.
+        for location in self.profile.location.iter().filter(|l| l.line.is_empty()) {
             let Some(mapping) = self.mapping(location.mapping_id) else {
                 continue;
             };
@@ -81,6 +82,9 @@ impl<'p> Symbolizer<'p> {
     /// The frames at a location, innermost first: an address inside inlined code gives the
     /// inlined functions and then the one they were inlined into.
     pub fn frames(&mut self, location: &Location) -> Vec<String> {
+        if !location.line.is_empty() {
+            return self.recorded(location);
+        }
         let Some(mapping) = self.mapping(location.mapping_id) else {
             return vec![format!("{:#x}", location.address)];
         };
@@ -124,6 +128,22 @@ impl<'p> Symbolizer<'p> {
             names.push(format!("{:#}", rustc_demangle::demangle(symbol)));
         }
         if names.is_empty() { unknown() } else { names }
+    }
+
+    /// The names the profiled process wrote at a location (innermost first, as here).
+    fn recorded(&self, location: &Location) -> Vec<String> {
+        let name = |line: &crate::proto::Line| {
+            let function = self
+                .profile
+                .function
+                .iter()
+                .find(|f| f.id == line.function_id);
+            function.map_or_else(
+                || format!("{:#x}", location.address),
+                |f| self.profile.string(f.name).to_owned(),
+            )
+        };
+        location.line.iter().map(name).collect()
     }
 
     fn mapping(&self, id: u64) -> Option<Mapping> {

@@ -98,6 +98,7 @@ fn profile(filename: &Path, build_id: Option<&str>) -> Profile {
             id: 1,
             mapping_id: 1,
             address: marker as *const () as u64 + 1,
+            line: vec![],
         }],
         string_table: strings,
         period: 512 << 10,
@@ -240,5 +241,30 @@ fn binary_replacement_is_checked() {
         "{error}"
     );
     assert!(error.contains(&id), "{error}");
+    std::fs::remove_dir_all(dir).expect("removing the scratch directory");
+}
+
+/// A profile the process symbolized itself needs no file: its names are read from it even where
+/// the file at its path is another build (or gone).
+#[test]
+fn symbolized_profiles_are_read_whatever_the_file() {
+    let dir = scratch("symbolized");
+    let actual = exe_build_id();
+    let first = if actual.starts_with('0') { "1" } else { "0" };
+    let mut profile = profile(&exe(), Some(&format!("{first}{}", &actual[1..])));
+    let name = profile.string_table.len() as i64;
+    profile.string_table.push("recorded::site".to_owned());
+    profile.function = vec![mimalloc_prof::proto::Function {
+        id: 7,
+        name,
+        system_name: name,
+        filename: 0,
+    }];
+    profile.location[0].line = vec![mimalloc_prof::proto::Line {
+        function_id: 7,
+        line: 0,
+    }];
+    let report = read(&dir, &profile, None).expect("a symbolized profile is read");
+    assert_eq!(report.stacks[0].frames, ["recorded::site"]);
     std::fs::remove_dir_all(dir).expect("removing the scratch directory");
 }

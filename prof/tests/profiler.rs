@@ -25,7 +25,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     // One process-wide profiler at a time, so the checks run in order, not on libtest's threads;
     // the line libtest would print lets `.ci/run` count them.
-    let checks: [Check; 5] = [
+    let checks: [Check; 6] = [
         ("refuses_bad_requests", refuses_bad_requests),
         ("writes_numbered_snapshots", writes_numbered_snapshots),
         (
@@ -33,6 +33,7 @@ fn main() {
             says_when_nothing_was_written,
         ),
         ("writes_the_text_format", writes_the_text_format),
+        ("symbolizes_in_the_process", symbolizes_in_the_process),
         (
             "refuses_beside_the_environments_profiler",
             refuses_beside_the_environments_profiler,
@@ -140,7 +141,76 @@ fn writes_the_text_format(dir: &Path) {
     println!("text format: {} lines", text.lines().count());
 }
 
+/// Keeps 4 MiB, allocated in its own frame (a loop, not a tail call).
+#[inline(never)]
+fn symbolized_site() -> Vec<Vec<u8>> {
+    let mut kept = Vec::with_capacity(64);
+    for i in 0..kept.capacity() {
+        kept.push(vec![i as u8; 64 << 10]);
+    }
+    kept
+}
+
+fn symbolizes_in_the_process(dir: &Path) {
+    for format in [Format::Pprof, Format::Text] {
+        let profiler = Profiler::options()
+            .format(format)
+            .sample_rate(4096)
+            .symbolize(true)
+            .start(dir.join("symbolized"))
+            .unwrap();
+        let kept = symbolized_site();
+        let bytes = profiler.snapshot_bytes().unwrap();
+        drop((profiler, kept));
+        if format == Format::Text {
+            let text = String::from_utf8(bytes).unwrap();
+            let (symbols, profile) = text.split_once("\n---\n").expect("a symbol section");
+            assert!(symbols.starts_with("--- symbol\n"), "{symbols}");
+            assert!(symbols.contains("profiler::symbolized_site"), "{symbols}");
+            assert!(profile.starts_with("heap profile:"), "{profile}");
+            continue;
+        }
+        let profile = mimalloc_prof::Profile::decode_bytes(&bytes).unwrap();
+        let names: Vec<&str> = profile
+            .function
+            .iter()
+            .map(|f| profile.string(f.name))
+            .collect();
+        assert!(names.contains(&"profiler::symbolized_site"), "{names:?}");
+        assert!(profile.location.iter().all(|l| l.address != 0));
+        assert!(
+            profile
+                .location
+                .iter()
+                .filter(|l| !l.line.is_empty())
+                .count()
+                * 2
+                > profile.location.len(),
+            "most locations resolved"
+        );
+        // The report names the site from the profile alone, as a reader without the binary does.
+        let report = mimalloc_prof::Report::new(&profile, None).unwrap();
+        let site = report
+            .function("profiler::symbolized_site")
+            .expect("the site");
+        assert!(
+            site.inclusive_inuse.bytes > (1 << 20) as f64,
+            "{}",
+            report.text(5)
+        );
+    }
+    println!("symbolized snapshots: names in both formats");
+}
+
 fn refuses_beside_the_environments_profiler(dir: &Path) {
+    // An earlier run's snapshot, where this run writes none, must be left as it is (no bytes:
+    // an empty profile, which completing would rewrite).
+    let stale = dir.join("env.0002.pb");
+    std::fs::write(&stale, b"").unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let file = std::fs::File::options().write(true).open(&stale).unwrap();
+    file.set_modified(hour_ago).unwrap();
+    drop(file);
     let out = Command::new(std::env::current_exe().unwrap())
         .env(CHILD, "1")
         .env("MIMALLOC_PROFILE", dir.join("env"))
@@ -148,10 +218,28 @@ fn refuses_beside_the_environments_profiler(dir: &Path) {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "refused");
-    // mimalloc's own profiler wrote its final snapshot at exit.
-    assert!(
-        dir.join("env.0001.pb").is_file(),
-        "MIMALLOC_PROFILE wrote nothing"
+    // mimalloc's own profiler wrote its final snapshot at exit, and the crate completed it.
+    let bytes = std::fs::read(dir.join("env.0001.pb")).expect("MIMALLOC_PROFILE wrote nothing");
+    let profile = mimalloc_prof::Profile::decode_bytes(&bytes).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let own: Vec<_> = (profile.mapping.iter())
+        .filter(|m| Path::new(profile.string(m.filename)) == exe)
+        .collect();
+    assert!(!own.is_empty(), "no mapping of the test binary");
+    if cfg!(target_os = "linux") {
+        // Its code is mapped from past the start of the file (the read-only headers come first).
+        assert!(
+            own.iter().any(|m| m.file_offset > 0),
+            "no file offsets: {own:?}"
+        );
+        for m in &own {
+            assert_eq!(profile.string(m.build_id).len(), 40, "no build id: {m:?}");
+        }
+    }
+    let modified = std::fs::metadata(&stale).unwrap().modified().unwrap();
+    assert_eq!(
+        modified, hour_ago,
+        "an earlier run's snapshot was rewritten"
     );
-    println!("MIMALLOC_PROFILE: its profiler runs, ours is refused");
+    println!("MIMALLOC_PROFILE: its profiler runs and its snapshot is completed, ours is refused");
 }

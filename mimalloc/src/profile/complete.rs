@@ -13,14 +13,13 @@
 //! A mapping that has a file offset already is left as it is, so a writer that adds them wins.
 
 use super::images::Images;
-use super::wire::{self, Malformed, Value};
+use super::wire::{self, Malformed, Strings, Value};
 use std::format;
 use std::string::String;
 use std::vec::Vec;
 
 /// `perftools.profiles.Profile` and `Mapping` field numbers (pprof's `profile.proto`).
 const PROFILE_MAPPING: u64 = 3;
-const PROFILE_STRING_TABLE: u64 = 6;
 const MAPPING_MEMORY_START: u64 = 2;
 const MAPPING_FILE_OFFSET: u64 = 4;
 const MAPPING_BUILD_ID: u64 = 6;
@@ -28,15 +27,7 @@ const MAPPING_BUILD_ID: u64 = 6;
 /// A pprof `Profile` whose mappings have file offsets and build ids. New strings (the build
 /// ids) go at the end of the string table, whose existing indices stay as they are.
 pub(super) fn protobuf(profile: &[u8], images: &Images) -> Result<Vec<u8>, Malformed> {
-    let mut strings = Strings {
-        existing: 0,
-        added: Vec::new(),
-    };
-    for field in wire::fields(profile) {
-        if field?.number == PROFILE_STRING_TABLE {
-            strings.existing += 1;
-        }
-    }
+    let mut strings = Strings::after(profile)?;
     let mut out = Vec::with_capacity(profile.len() + 1024);
     for field in wire::fields(profile) {
         let field = field?;
@@ -48,9 +39,7 @@ pub(super) fn protobuf(profile: &[u8], images: &Images) -> Result<Vec<u8>, Malfo
             _ => out.extend_from_slice(field.raw),
         }
     }
-    for string in &strings.added {
-        wire::put_bytes_field(&mut out, PROFILE_STRING_TABLE, string.as_bytes());
-    }
+    strings.put(&mut out);
     Ok(out)
 }
 
@@ -88,26 +77,6 @@ fn complete_mapping(
         wire::put_varint_field(&mut out, MAPPING_BUILD_ID, strings.index_of(hex(id)));
     }
     Ok(out)
-}
-
-/// The strings added to a profile's string table.
-struct Strings {
-    /// How many strings the table had: the first added one gets this index.
-    existing: u64,
-    added: Vec<String>,
-}
-
-impl Strings {
-    fn index_of(&mut self, string: String) -> u64 {
-        let at = match self.added.iter().position(|s| *s == string) {
-            Some(at) => at,
-            None => {
-                self.added.push(string);
-                self.added.len() - 1
-            }
-        };
-        self.existing + at as u64
-    }
 }
 
 /// A build id as pprof spells it: lower-case hex.
@@ -168,6 +137,7 @@ fn placed_maps_line(line: &[u8], images: &Images) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::wire::PROFILE_STRING_TABLE;
 
     fn message(fields: &[(u64, u64)]) -> Vec<u8> {
         let mut out = Vec::new();

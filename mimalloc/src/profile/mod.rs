@@ -1,7 +1,10 @@
 //! Heap profiling: mimalloc 3's sampling profiler, writing pprof-compatible profiles.
 
 mod complete;
+#[cfg(target_os = "linux")]
+mod environment;
 mod images;
+mod symbolize;
 mod wire;
 
 use mimalloc_sys as ffi;
@@ -114,6 +117,7 @@ impl std::error::Error for ProfileError {
 pub struct ProfilerOptions {
     sample_rate: usize,
     format: Format,
+    symbolize: bool,
 }
 
 impl ProfilerOptions {
@@ -129,6 +133,20 @@ impl ProfilerOptions {
     /// The file format of the snapshots (default [`Format::Pprof`]).
     pub fn format(mut self, format: Format) -> ProfilerOptions {
         self.format = format;
+        self
+    }
+
+    /// Whether each snapshot carries the names, files and lines of its frames, resolved by
+    /// this process (default `false`), so that readers name them without the binaries: a
+    /// profile taken in a container or on a customer's machine is read elsewhere. In protobuf
+    /// snapshots these are pprof's `Function` and `Line` tables (inlined functions as pprof
+    /// orders them), in text snapshots gperftools' symbol section. Names come from DWARF where
+    /// the program has it (with files, lines and inlined frames: `debug = "line-tables-only"`
+    /// is enough), else from the symbol table. Sampling pauses while a snapshot is resolved,
+    /// and the parsed debug information is let go afterwards; what it costs is in
+    /// BENCHMARKS.md, "Heap profiling".
+    pub fn symbolize(mut self, symbolize: bool) -> ProfilerOptions {
+        self.symbolize = symbolize;
         self
     }
 
@@ -210,6 +228,7 @@ pub struct Profiler {
     raw: NonNull<ffi::mi_profiler_t>,
     base: PathBuf,
     format: Format,
+    symbolize: bool,
     /// Snapshots written so far: mimalloc numbers its files the same way. The lock also keeps
     /// two threads' snapshots apart (mimalloc skips a snapshot asked for during another).
     snapshots: Mutex<usize>,
@@ -237,6 +256,7 @@ impl Profiler {
         ProfilerOptions {
             sample_rate: DEFAULT_SAMPLE_RATE,
             format: Format::Pprof,
+            symbolize: false,
         }
     }
 
@@ -262,6 +282,7 @@ impl Profiler {
                 raw,
                 base: base.to_owned(),
                 format: options.format,
+                symbolize: options.symbolize,
                 snapshots: Mutex::new(0),
             }),
             Err(e) => {
@@ -271,19 +292,12 @@ impl Profiler {
         }
     }
 
-    /// The path the next snapshot is written to (`<base>.NNNN.pb` or `.heap`).
-    fn path_of(&self, sequence: usize) -> PathBuf {
-        let mut name = self.base.clone().into_os_string();
-        name.push(format!(".{sequence:04}.{}", self.format.extension()));
-        PathBuf::from(name)
-    }
-
     /// Writes a snapshot of what has been sampled so far and returns its path. Sampling pauses
     /// while mimalloc writes it (allocations meanwhile are not sampled) and then goes on. The
     /// file is then completed for pprof's readers (see "Where it works" above).
     pub fn snapshot(&self) -> Result<PathBuf, ProfileError> {
         let mut count = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.path_of(*count + 1);
+        let path = snapshot_path(&self.base, self.format, *count + 1);
         // A file left from an earlier run must not pass for this snapshot.
         match std::fs::remove_file(&path) {
             Ok(()) => {}
@@ -297,25 +311,16 @@ impl Profiler {
         if !path.is_file() {
             return Err(ProfileError::NotWritten(path));
         }
-        self.complete(&path)?;
-        Ok(path)
-    }
-
-    /// Adds what pprof's own readers need and mimalloc's writer leaves out (`complete.rs`):
-    /// file offsets and build ids of the mappings, lower-case addresses in the text format.
-    fn complete(&self, path: &Path) -> Result<(), ProfileError> {
-        let io_error = |e| ProfileError::Io(path.to_owned(), e);
-        let written = std::fs::read(path).map_err(io_error)?;
-        let images = images::Images::loaded();
-        let completed = match self.format {
-            Format::Pprof => complete::protobuf(&written, &images),
-            Format::Text => Ok(complete::text(&written, &images)),
+        // SAFETY: `self.raw` is the attached profiler; stopping and starting it again keeps
+        // what completing the file allocates out of the profile.
+        let was_running = unsafe { ffi::mi_profiler_stop(self.raw.as_ptr()) };
+        let completed = complete_file(&path, self.format, self.symbolize);
+        if was_running {
+            // SAFETY: as above.
+            unsafe { ffi::mi_profiler_start(self.raw.as_ptr()) };
         }
-        .map_err(|e| {
-            let why = format!("mimalloc's snapshot is not a well-formed profile: {e}");
-            io_error(io::Error::new(io::ErrorKind::InvalidData, why))
-        })?;
-        std::fs::write(path, completed).map_err(io_error)
+        completed?;
+        Ok(path)
     }
 
     /// Takes a snapshot and returns its bytes (for a `/debug/pprof/heap` endpoint), leaving no
@@ -343,6 +348,48 @@ impl Drop for Profiler {
         }
         ACTIVE.store(false, Ordering::Release);
     }
+}
+
+/// Where mimalloc writes snapshot `sequence` (from 1): `<base>.NNNN.pb` or `.heap`.
+fn snapshot_path(base: &Path, format: Format, sequence: usize) -> PathBuf {
+    let mut name = base.to_owned().into_os_string();
+    name.push(format!(".{sequence:04}.{}", format.extension()));
+    PathBuf::from(name)
+}
+
+/// Adds to the snapshot at `path` what pprof's own readers need and mimalloc's writer leaves
+/// out (`complete.rs`): file offsets and build ids of the mappings, lower-case addresses in
+/// the text format; and with `symbolize`, the frames' names, files and lines (`symbolize.rs`).
+fn complete_file(path: &Path, format: Format, symbolize: bool) -> Result<(), ProfileError> {
+    let io_error = |e| ProfileError::Io(path.to_owned(), e);
+    let written = std::fs::read(path).map_err(io_error)?;
+    let images = images::Images::loaded();
+    let resolve = &mut symbolize::resolve;
+    let completed = match format {
+        Format::Pprof => complete::protobuf(&written, &images).and_then(|completed| {
+            if symbolize {
+                symbolize::protobuf(&completed, resolve)
+            } else {
+                Ok(completed)
+            }
+        }),
+        Format::Text => {
+            let completed = complete::text(&written, &images);
+            Ok(if symbolize {
+                symbolize::text(&completed, resolve)
+            } else {
+                completed
+            })
+        }
+    };
+    if symbolize {
+        symbolize::release();
+    }
+    let completed = completed.map_err(|e| {
+        let why = format!("mimalloc's snapshot is not a well-formed profile: {e}");
+        io_error(io::Error::new(io::ErrorKind::InvalidData, why))
+    })?;
+    std::fs::write(path, completed).map_err(io_error)
 }
 
 /// `base` with the format's extension, which mimalloc strips again (it strips any extension,

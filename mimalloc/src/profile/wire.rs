@@ -3,7 +3,12 @@
 //! byte for byte unless they are rewritten, so nothing this module does not know is lost.
 
 use core::fmt;
+use std::collections::HashMap;
+use std::string::String;
 use std::vec::Vec;
+
+/// `perftools.profiles.Profile`'s string table (pprof's `profile.proto`).
+pub(super) const PROFILE_STRING_TABLE: u64 = 6;
 
 /// A message that does not follow protobuf's wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,4 +135,49 @@ pub(super) fn put_bytes_field(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
     put_varint(out, (number << 3) | 2);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
+}
+
+/// The strings added to a profile's string table, after the ones it has: existing indices
+/// stay as they are.
+#[derive(Debug)]
+pub(super) struct Strings {
+    /// How many strings the table had: the first added one gets this index.
+    existing: u64,
+    added: Vec<String>,
+    index: HashMap<String, u64>,
+}
+
+impl Strings {
+    /// No strings added yet to the table of `profile`.
+    pub(super) fn after(profile: &[u8]) -> Result<Strings, Malformed> {
+        let mut existing = 0;
+        for field in fields(profile) {
+            if field?.number == PROFILE_STRING_TABLE {
+                existing += 1;
+            }
+        }
+        Ok(Strings {
+            existing,
+            added: Vec::new(),
+            index: HashMap::new(),
+        })
+    }
+
+    /// The index of `string`, added if this table has not added it yet.
+    pub(super) fn index_of(&mut self, string: String) -> u64 {
+        if let Some(&at) = self.index.get(&string) {
+            return at;
+        }
+        let at = self.existing + self.added.len() as u64;
+        self.added.push(string.clone());
+        self.index.insert(string, at);
+        at
+    }
+
+    /// Writes the added strings, in order, as string-table fields at the end of a profile.
+    pub(super) fn put(&self, out: &mut Vec<u8>) {
+        for string in &self.added {
+            put_bytes_field(out, PROFILE_STRING_TABLE, string.as_bytes());
+        }
+    }
 }
