@@ -13,9 +13,10 @@ lane_clippy() { # every target, default and v2; no import circle among the libra
   python3 scripts/check-module-graph.py --self-test
   python3 scripts/check-module-graph.py mimalloc/src mimalloc-sys/src prof/src
   cargo clippy --workspace --all-targets --quiet -- -D warnings
-  # mimalloc-prof's tests use the `profile` feature, which is a compile error with v2 (no
-  # profiler in mimalloc 2): by design, so it is left out of the v2 pass.
-  cargo clippy --workspace --exclude mimalloc-prof --all-targets --quiet --features mimalloc-tests/v2 -- -D warnings
+  # mimalloc-prof's tests and the profile server use the `profile` feature, which is a compile
+  # error with v2 (no profiler in mimalloc 2): by design, so they are left out of the v2 pass.
+  cargo clippy --workspace --exclude mimalloc-prof --exclude profile-server --all-targets --quiet \
+    --features mimalloc-tests/v2 -- -D warnings
   # The regorus adapter's `limits` module exists only with its feature, the plugin's profile
   # export (scripts/check-profile-readers.sh) with its own.
   cargo clippy -p mimalloc-regorus --all-targets --quiet --features allocator-memory-limits -- -D warnings

@@ -17,7 +17,8 @@
 //!   with `tracking::stats`, `tracking::set_limit`, ...); `budget` adds limits that end in an
 //!   error value instead: a checked soft limit and per-execution budget scopes.
 //! - With the `profile` feature, `profile::Profiler` samples allocations with their call
-//!   stacks and writes pprof heap profiles (mimalloc 3 only).
+//!   stacks and writes pprof heap profiles, symbolized in the process if asked, and
+//!   `MIMALLOC_PROFILE` profiles any program with no code (mimalloc 3 only).
 //!
 //! # Adopting it in a product
 //!

@@ -145,6 +145,30 @@ impl ProfilerOptions {
     /// is enough), else from the symbol table. Sampling pauses while a snapshot is resolved,
     /// and the parsed debug information is let go afterwards; what it costs is in
     /// BENCHMARKS.md, "Heap profiling".
+    ///
+    /// ```
+    /// use mimalloc::profile::{Format, Profiler};
+    /// mimalloc::assign_global!();
+    ///
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let dir = std::env::temp_dir().join(format!("mimalloc-doc-sym-{}", std::process::id()));
+    ///     std::fs::create_dir_all(&dir)?;
+    ///     let profiler = Profiler::options()
+    ///         .format(Format::Text)
+    ///         .sample_rate(4096)
+    ///         .symbolize(true)
+    ///         .start(dir.join("heap"))?;
+    ///     let kept = vec![1u8; 4 << 20];
+    ///     let text = String::from_utf8(profiler.snapshot_bytes()?)?;
+    ///     // gperftools' symbol section: an address and its functions per line, then the profile.
+    ///     let (symbols, profile) = text.split_once("\n---\n").ok_or("no symbol section")?;
+    ///     assert!(symbols.starts_with("--- symbol\n0x"));
+    ///     assert!(profile.starts_with("heap profile:"));
+    ///     drop((profiler, kept));
+    ///     std::fs::remove_dir_all(&dir)?;
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn symbolize(mut self, symbolize: bool) -> ProfilerOptions {
         self.symbolize = symbolize;
         self
@@ -196,7 +220,10 @@ impl ProfilerOptions {
 /// symbolized later against the same binaries. On Linux each mapping also carries its file
 /// offset and its file's GNU build id, which mimalloc's own writer leaves out: `go tool
 /// pprof`, the standalone `pprof`, gperftools' `pprof` and `mimalloc-prof` then symbolize
-/// position-independent executables and shared libraries (`docs/profiling.md`).
+/// position-independent executables and shared libraries (`docs/profiling.md`). With
+/// [`ProfilerOptions::symbolize`] the snapshot names its frames itself, for readers that do
+/// not have the binaries. `MIMALLOC_PROFILE` starts the same profiler with no code, and on Linux
+/// its snapshots are completed (and protobuf ones symbolized) at exit.
 ///
 /// # Why there are no Rust callbacks
 /// mimalloc can call a custom profiler on every sampled allocation and free. Those calls run
