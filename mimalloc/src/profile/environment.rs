@@ -3,9 +3,8 @@
 //! along the way at the intervals of `MIMALLOC_PROFILE_ALLOC_INTERVAL` (and the in-use and time
 //! intervals), and the last one when it shuts down. This module completes them as
 //! [`Profiler`]'s are completed (and symbolized, see [`symbolizes`]), once mimalloc has written
-//! the last: a finalizer of priority 100,
-//! which runs after mimalloc's own (101), at exit or when the library that holds this crate is
-//! unloaded.
+//! the last: a finalizer of priority 100, which runs after mimalloc's own (101), at exit or when
+//! the library that holds this crate is unloaded.
 //!
 //! The files are found as mimalloc names them: the variable is read as mimalloc reads it (any
 //! case, under 1024 bytes, ignored by setuid and setgid programs; an extension of the file name
@@ -95,10 +94,24 @@ fn symbolizes(format: Format, asked: Option<&OsStr>) -> bool {
 }
 
 /// Whether the process runs with more privileges than its user has (setuid or setgid), whose
-/// environment must not choose files it writes: mimalloc's own start checks the same.
+/// environment must not choose files it writes: mimalloc's own start checks the same. Only a
+/// setuid or setgid binary tells (`.cargo/mutants.toml` lists it); [`privileged`] is the rule.
 fn elevated() -> bool {
     // SAFETY: these calls have no preconditions and cannot fail.
-    unsafe { libc::getuid() != libc::geteuid() || libc::getgid() != libc::getegid() }
+    let ids = unsafe {
+        [
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        ]
+    };
+    privileged(ids)
+}
+
+/// Whether the real and effective user or group ids differ.
+fn privileged([uid, euid, gid, egid]: [u32; 4]) -> bool {
+    uid != euid || gid != egid
 }
 
 /// The first variable named `name` in any case, as mimalloc reads its variables on Linux.
@@ -129,10 +142,11 @@ fn requested(value: &OsStr) -> Option<Snapshots> {
 /// of the last path component is dropped, and `.heap` or `.text` picks the text format.
 fn base_and_format(value: &OsStr) -> (PathBuf, Format) {
     let bytes = value.as_bytes();
-    let name_start = bytes
-        .iter()
-        .rposition(|&b| b == b'/' || b == b'\\')
-        .map_or(0, |i| i + 1);
+    let name = bytes
+        .rsplit(|&b| b == b'/' || b == b'\\')
+        .next()
+        .unwrap_or_default();
+    let name_start = bytes.len() - name.len();
     let dot = match bytes[name_start..].iter().rposition(|&b| b == b'.') {
         Some(dot) => name_start + dot,
         None => return (PathBuf::from(value), Format::Pprof),
@@ -165,6 +179,16 @@ mod tests {
         assert_eq!(parsed("a.b\\heap"), (PathBuf::from("a.b\\heap"), pb));
         assert_eq!(parsed("a/b.c.heap"), (PathBuf::from("a/b.c"), text));
         assert_eq!(parsed("a/.heap"), (PathBuf::from("a/"), text));
+        assert_eq!(parsed("a./heap"), (PathBuf::from("a./heap"), pb));
+        assert_eq!(parsed(".heap"), (PathBuf::from(""), text));
+    }
+
+    #[test]
+    fn a_setuid_or_setgid_process_is_privileged() {
+        assert!(!privileged([1000, 1000, 100, 100]));
+        assert!(privileged([1000, 0, 100, 100]));
+        assert!(privileged([1000, 1000, 100, 0]));
+        assert!(privileged([1000, 0, 100, 0]));
     }
 
     #[test]

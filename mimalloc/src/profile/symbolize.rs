@@ -71,7 +71,8 @@ pub(super) fn resolve(address: u64) -> Vec<Frame> {
     frames
 }
 
-/// Lets go of the parsed debug information [`resolve`] keeps between calls.
+/// Lets go of the parsed debug information [`resolve`] keeps between calls. Only memory tells
+/// (the `symbolize_cost` example measures it), so `.cargo/mutants.toml` lists it.
 pub(super) fn release() {
     backtrace::clear_symbol_cache();
 }
@@ -249,18 +250,15 @@ pub(super) fn text(profile: &[u8], resolve: &mut dyn FnMut(u64) -> Vec<Frame>) -
     out
 }
 
-/// The addresses of the stacks (`... @ 0x55d0a1 0x55d0b2`), up to the mapped libraries.
+/// The addresses of the stacks (`... @ 0x55d0a1 0x55d0b2`), up to the mapped libraries: the
+/// only `0x` words of the counts, the stacks and the header.
 fn stack_addresses(profile: &[u8]) -> BTreeSet<u64> {
     let mut addresses = BTreeSet::new();
     for line in profile.split(|&b| b == b'\n') {
         if line.starts_with(b"MAPPED_LIBRARIES:") {
             break;
         }
-        let stack = match line.iter().position(|&b| b == b'@') {
-            Some(at) => &line[at + 1..],
-            None => continue,
-        };
-        for word in stack.split(|b| b.is_ascii_whitespace()) {
+        for word in line.split(|b| b.is_ascii_whitespace()) {
             let hex = word
                 .strip_prefix(b"0x")
                 .and_then(|h| core::str::from_utf8(h).ok());
@@ -333,10 +331,11 @@ mod tests {
         }
         for (id, address) in [(1, 0x10), (2, 0x20), (3, 0x30), (4, 0x1040)] {
             let mapping = if address < 0x1000 { 1 } else { 2 };
+            // The fields in any order: the address first here.
             let location = message(&[
+                (LOCATION_ADDRESS, address),
                 (1, id),
                 (LOCATION_MAPPING_ID, mapping),
-                (LOCATION_ADDRESS, address),
             ]);
             wire::put_bytes_field(&mut profile, PROFILE_LOCATION, &location);
         }
@@ -385,6 +384,8 @@ mod tests {
         assert_eq!(lines(2), owned(&[("bare", 0)]));
         assert_eq!(lines(3), owned(&[]));
         assert_eq!(functions.len(), 3, "inner, outer, bare: each once");
+        let ids: Vec<u64> = functions.iter().map(|f| varints(f)[0].1).collect();
+        assert_eq!(ids, [1, 2, 3], "pprof reserves id 0");
         let function = varints(&functions[0]);
         let system_name = function
             .iter()
