@@ -268,3 +268,19 @@ fn symbolized_profiles_are_read_whatever_the_file() {
     assert_eq!(report.stacks[0].frames, ["recorded::site"]);
     std::fs::remove_dir_all(dir).expect("removing the scratch directory");
 }
+
+/// "No build id" is index 0 or an empty string, whatever else the string table holds: such a
+/// mapping is read unchecked.
+#[test]
+fn no_build_id_is_not_checked() {
+    let dir = scratch("empty-id");
+    // An empty id at an index of its own.
+    let report = read(&dir, &profile(&exe(), Some("")), None).expect("an empty build id");
+    assert_symbolized(&report);
+    // Index 0, though a malformed table holds an id-like string there.
+    let mut profile = profile(&exe(), None);
+    profile.string_table[0] = "00".repeat(20);
+    let report = read(&dir, &profile, None).expect("build id index 0");
+    assert_symbolized(&report);
+    std::fs::remove_dir_all(dir).expect("removing the scratch directory");
+}
