@@ -29,8 +29,10 @@ const VALUE_BUFFER: usize = 1024;
 /// systems keep modification times coarser than the clock (FAT's 2 seconds at worst).
 const CLOCK_SLACK: Duration = Duration::from_secs(2);
 
+/// Priority 103: after the memory policy's initializer (102, `policy/load.rs`), which reserves
+/// the first arena before anything allocates; reading the environment allocates.
 #[used]
-#[link_section = ".init_array.00102"]
+#[link_section = ".init_array.00103"]
 static LOAD: extern "C" fn() = load;
 
 #[used]
