@@ -1,26 +1,30 @@
 //! The registry crates' `MiMalloc` methods (`mimalloc` 0.1's `extended` API, which
-//! `mimalloc-safe` 0.1 shares), so that code written against them compiles here unchanged. Each
-//! is a thin front over this crate's own function of the same meaning.
+//! `mimalloc-safe` 0.1 shares), so that code written against them compiles here unchanged.
+//! Their names and signatures are those crates', fixed: each is a thin front over this crate's
+//! own function of the same meaning, which lives under its concept (`Version::linked`,
+//! `heap::usable_size`, `stats::json`), so no other item reuses one of these names.
 
-use crate::MiMalloc;
+#[cfg(feature = "std")]
+use crate::stats::{self, StatsJson};
+use crate::{heap, MiMalloc, Version};
 
 impl MiMalloc {
     /// mimalloc's version as one number, `major * 10000 + minor * 100 + patch` (`mi_version`):
-    /// 30600 for 3.6.0. [`version`](crate::version) gives the three parts.
+    /// 30600 for 3.6.0. [`Version::linked`] gives the three parts.
     ///
     /// ```
-    /// use mimalloc::MiMalloc;
+    /// use mimalloc::{MiMalloc, Version};
     ///
-    /// let v = mimalloc::version();
+    /// let v = Version::linked();
     /// assert_eq!(MiMalloc.version(), v.major * 10_000 + v.minor * 100 + v.patch);
     /// ```
     pub fn version(&self) -> u32 {
-        let v = crate::version();
+        let v = Version::linked();
         v.major * 10_000 + v.minor * 100 + v.patch
     }
 
     /// The number of bytes usable in the block at `ptr` (`mi_usable_size`), at least the size
-    /// it was allocated with; 0 for a null pointer. The same as [`usable_size`](crate::usable_size).
+    /// it was allocated with; 0 for a null pointer. The same as [`heap::usable_size`].
     ///
     /// # Safety
     ///
@@ -40,12 +44,12 @@ impl MiMalloc {
     /// ```
     pub unsafe fn usable_size(&self, ptr: *const u8) -> usize {
         // SAFETY: forwarded contract: `ptr` is null or inside a live mimalloc block.
-        unsafe { crate::usable_size(ptr) }
+        unsafe { heap::usable_size(ptr) }
     }
 
     /// The process's statistics as a JSON document, as the registry crate returns it: a
     /// [`StatsJson`] that dereferences to a `CStr`. Never an error here (the `Result` is the
-    /// registry crate's signature); [`stats_json`](crate::stats_json) returns a `String`.
+    /// registry crate's signature); [`stats::json`] returns a `String`.
     ///
     /// ```
     /// let json = mimalloc::MiMalloc::stats_json().unwrap();
@@ -54,26 +58,8 @@ impl MiMalloc {
     /// ```
     #[cfg(feature = "std")]
     pub fn stats_json() -> Result<StatsJson, &'static str> {
-        std::ffi::CString::new(crate::stats_json())
+        std::ffi::CString::new(stats::json())
             .map(|text| StatsJson { text })
             .map_err(|_| "mimalloc's statistics document contains a zero byte")
-    }
-}
-
-/// mimalloc's statistics as a JSON document ([`MiMalloc::stats_json`]); dereferences to a
-/// `CStr`. (`CStr` outside `std` needs Rust 1.64, hence the `std` feature, which `extended`
-/// turns on.)
-#[cfg(feature = "std")]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatsJson {
-    text: std::ffi::CString,
-}
-
-#[cfg(feature = "std")]
-impl core::ops::Deref for StatsJson {
-    type Target = std::ffi::CStr;
-
-    fn deref(&self) -> &std::ffi::CStr {
-        &self.text
     }
 }

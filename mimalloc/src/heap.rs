@@ -1,4 +1,10 @@
-//! `Heap`: an owned mimalloc heap, usable as an allocator for collections.
+//! `Heap`: an owned mimalloc heap, usable as an allocator for collections; and the questions
+//! any heap answers about its blocks (`usable_size`, `good_size`, `is_in_heap_region`), with
+//! `collect` for the thread's default heap.
+
+mod query;
+
+pub use self::query::{collect, good_size, is_in_heap_region, usable_size};
 
 use crate::route::{self, Entries, GUARDED};
 use crate::{AllocError, Arena};

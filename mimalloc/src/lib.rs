@@ -1,24 +1,39 @@
 //! [mimalloc](https://github.com/microsoft/mimalloc) for Rust, built from C sources vendored in
 //! this repository.
 //!
-//! - [`MiMalloc`] is a `GlobalAlloc`; [`assign_global!`] installs it in one line.
-//! - [`Heap`]: an owned heap, an allocator for collections (`allocator-api2` feature), freed at
-//!   once when dropped.
-//! - [`Arena`]: reserved or caller-owned memory; an exclusive arena with a heap in it is a hard
-//!   memory budget.
-//! - [`stats`], [`stats_print`], [`stats_json`], [`process_info`]: what mimalloc and the OS say
-//!   about memory use.
-//! - [`MiOption`]: mimalloc's run-time options, typed per vendored version.
-//! - [`policy`]: the memory policy (Linux, mimalloc 3): the heap gets transparent huge pages
-//!   once it has grown, and memory freed goes back to the OS while the program is quiet.
-//! - [`version`], [`usable_size`], [`good_size`], [`is_in_heap_region`], [`collect`].
-//! - With the `tracking` feature, `Tracking` wraps an allocator to count live bytes and peaks,
-//!   per thread and process-wide, and to enforce a memory limit (the books are read and set
-//!   with `tracking::stats`, `tracking::set_limit`, ...); `budget` adds limits that end in an
-//!   error value instead: a checked soft limit and per-execution budget scopes.
-//! - With the `profile` feature, `profile::Profiler` samples allocations with their call
-//!   stacks and writes pprof heap profiles, symbolized in the process if asked, and
-//!   `MIMALLOC_PROFILE` profiles any program with no code (mimalloc 3 only).
+//! The crate root holds what a product names; everything else is grouped by concept:
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`MiMalloc`], [`assign_global!`] | the `GlobalAlloc`, installed in one line |
+//! | [`Heap`] | an owned heap, an allocator for collections (`allocator-api2` feature), freed at once when dropped |
+//! | [`Arena`], [`Sharing`] | reserved or caller-owned memory; an exclusive arena with a heap in it is a hard memory budget |
+//! | `Tracking` | (`tracking` feature) wraps an allocator to count live bytes and peaks, per thread and process-wide, and to enforce a limit |
+//! | [`AllocError`], [`ArenaError`] | why a heap or an arena could not be had |
+//! | [`Version`] | the mimalloc the program runs on |
+//! | [`heap`] | questions about blocks: [`heap::usable_size`], [`heap::good_size`], [`heap::is_in_heap_region`]; [`heap::collect`] |
+//! | [`stats`] | what mimalloc counts: [`stats::read`], [`stats::print`], [`stats::json`], [`stats::merge`] |
+//! | [`process`] | what the OS says about the process: [`process::info`] |
+//! | [`options`] | mimalloc's run-time options, typed per vendored version: [`options::MiOption`] |
+//! | [`policy`] | the memory policy (Linux, mimalloc 3): huge pages once the heap has grown, memory back to the OS while the program is quiet |
+//! | `tracking`, `budget` | (`tracking` feature) the books `Tracking` keeps, and limits that end in an error value: a checked soft limit and per-execution budget scopes |
+//! | `profile` | (`profile` feature) heap profiles pprof reads, from `profile::Profiler` or from `MIMALLOC_PROFILE` with no code (mimalloc 3) |
+//!
+//! ```
+//! use mimalloc::{Heap, MiMalloc, Version};
+//!
+//! #[global_allocator]
+//! static GLOBAL: MiMalloc = MiMalloc;
+//!
+//! fn main() {
+//!     let heap = Heap::new();
+//!     let block = heap.allocate(core::alloc::Layout::new::<[u64; 4]>()).unwrap();
+//!     assert!(heap.contains(block.as_ptr()) && mimalloc::heap::is_in_heap_region(block.as_ptr()));
+//!     assert!(mimalloc::heap::good_size(30) >= 30);
+//!     let committed = mimalloc::stats::read().committed.current;
+//!     println!("mimalloc {}: {committed} bytes committed", Version::linked());
+//! }
+//! ```
 //!
 //! # Adopting it in a product
 //!
@@ -44,7 +59,7 @@
 //! that switching from `mimalloc` 0.1 or `mimalloc-safe` 0.1 is one changed dependency line:
 //! `debug_in_debug`, `no_thp`, `win_direct_tls`, `skip_collect_on_exit`, `etw` and
 //! `free_use_pagemap` change the build as they do there; `extended` turns on `std` (for
-//! [`MiMalloc::stats_json`]); `v3`, `no_opt_arch` and `asm` ask for what this crate always does.
+//! [`MiMalloc::stats_json`], whose name and signature are the registry crates'); `v3`, `no_opt_arch` and `asm` ask for what this crate always does.
 //! API additions: `std` (`std::io` output,
 //! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
@@ -87,16 +102,15 @@ mod arena;
 mod compat;
 #[cfg(mimalloc_runs)]
 mod error;
+// `Heap`, and the questions any heap answers about its blocks.
 #[cfg(mimalloc_runs)]
-mod heap;
+pub mod heap;
 #[cfg(mimalloc_runs)]
-mod info;
-#[cfg(mimalloc_runs)]
-mod options;
+pub mod options;
 #[cfg(mimalloc_runs)]
 mod output;
 #[cfg(mimalloc_runs)]
-mod process;
+pub mod process;
 // Heap profiling (the `profile` feature, mimalloc 3 only).
 #[cfg(all(mimalloc_runs, feature = "profile", not(feature = "v2")))]
 pub mod profile;
@@ -115,7 +129,7 @@ pub mod policy;
 #[cfg(mimalloc_runs)]
 mod route;
 #[cfg(mimalloc_runs)]
-mod stats;
+pub mod stats;
 // Allocation accounting and limits (the `tracking` feature, which turns on `std` for its
 // thread-locals): `Tracking` and the books it keeps.
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
@@ -123,11 +137,10 @@ pub mod tracking;
 // Memory budgets, the public face of the soft limit and budget scopes over `tracking`'s books.
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 pub mod budget;
+#[cfg(mimalloc_runs)]
+mod version;
 
-#[cfg(all(mimalloc_runs, feature = "v2"))]
-pub use crate::stats::stats_reset;
-#[cfg(all(mimalloc_runs, not(feature = "v2")))]
-pub use crate::stats::{size_bins, SizeBin, SizeBins};
+// The names a product writes; the rest is reached through its module.
 #[cfg(all(mimalloc_runs, feature = "tracking"))]
 pub use crate::tracking::Tracking;
 #[cfg(mimalloc_runs)]
@@ -136,10 +149,5 @@ pub use crate::{
     arena::{Arena, ArenaError, Sharing},
     error::AllocError,
     heap::Heap,
-    info::{collect, good_size, is_in_heap_region, usable_size, version, Version},
-    options::{MiOption, OptionKind, OptionValue},
-    process::{process_info, ProcessInfo},
-    stats::{stats, stats_json, stats_merge, stats_print, Count, Stats},
+    version::Version,
 };
-#[cfg(all(mimalloc_runs, feature = "std"))]
-pub use crate::{compat::StatsJson, stats::stats_print_io};

@@ -10,7 +10,7 @@
 /// fn main() {
 ///     let v = vec![1u8, 2, 3]; // served by mimalloc
 ///     # #[cfg(not(miri))]
-///     assert!(mimalloc::is_in_heap_region(v.as_ptr()));
+///     assert!(mimalloc::heap::is_in_heap_region(v.as_ptr()));
 /// }
 /// ```
 ///

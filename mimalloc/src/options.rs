@@ -35,7 +35,7 @@ macro_rules! options {
         /// library with `MIMALLOC_SYS_DEFAULT_<NAME>` (see `docs/beyond-malloc.md`, "Options").
         ///
         /// ```
-        /// use mimalloc::MiOption;
+        /// use mimalloc::options::MiOption;
         /// let before = MiOption::MaxWarnings.get();
         /// MiOption::MaxWarnings.set(before + 1);
         /// assert_eq!(MiOption::MaxWarnings.get(), before + 1);
@@ -155,7 +155,7 @@ options! {
     /// 64-bit Linux only the large blocks are advised still, and purges go in 2 MiB pages.
     ///
     /// ```
-    /// use mimalloc::MiOption;
+    /// use mimalloc::options::MiOption;
     /// // What a default build reads, unless the environment or a baked default says otherwise.
     /// let build = if cfg!(target_os = "android") {
     ///     Some(0)
@@ -239,7 +239,7 @@ options! {
     /// kept for reuse until the purge delay has passed (BENCHMARKS.md, "The option defaults").
     ///
     /// ```
-    /// use mimalloc::MiOption;
+    /// use mimalloc::options::MiOption;
     /// let overridden = std::env::var_os("MIMALLOC_ARENA_PURGE_IMMEDIATE_SIZE").is_some()
     ///     || mimalloc_sys::BAKED_OPTION_DEFAULTS
     ///         .iter()
@@ -286,7 +286,7 @@ impl MiOption {
     /// The option whose [`name`](MiOption::name) is `name`, if the vendored version has it.
     ///
     /// ```
-    /// use mimalloc::MiOption;
+    /// use mimalloc::options::MiOption;
     /// assert_eq!(MiOption::from_name("purge_delay"), Some(MiOption::PurgeDelay));
     /// assert_eq!(MiOption::from_name("no_such_option"), None);
     /// ```
@@ -304,7 +304,7 @@ impl MiOption {
     /// (`mi_option_get_size`); for other options, the value as a size.
     ///
     /// ```
-    /// assert!(mimalloc::MiOption::ArenaReserve.get_size() >= 1 << 20);
+    /// assert!(mimalloc::options::MiOption::ArenaReserve.get_size() >= 1 << 20);
     /// ```
     pub fn get_size(self) -> usize {
         // SAFETY: as in `get`.
@@ -335,7 +335,7 @@ impl MiOption {
     /// Turns the option on (`mi_option_enable`).
     ///
     /// ```
-    /// use mimalloc::MiOption;
+    /// use mimalloc::options::MiOption;
     /// MiOption::ShowErrors.enable();
     /// assert!(MiOption::ShowErrors.is_enabled());
     /// MiOption::ShowErrors.disable();

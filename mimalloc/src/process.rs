@@ -1,4 +1,4 @@
-//! What the operating system says about the process (`mi_process_info`).
+//! What the operating system says about the process (`mi_process_info`): [`info`].
 
 use core::time::Duration;
 use mimalloc_sys as ffi;
@@ -8,7 +8,7 @@ use mimalloc_sys as ffi;
 /// from the OS it reports its own view (see [`ProcessInfo::current_rss`]).
 ///
 /// ```
-/// let info = mimalloc::process_info();
+/// let info = mimalloc::process::info();
 /// assert!(info.peak_rss > 0);
 /// println!("{} MiB resident at most, {} page faults", info.peak_rss >> 20, info.page_faults);
 /// ```
@@ -35,7 +35,7 @@ pub struct ProcessInfo {
 }
 
 /// Asks the OS, through mimalloc, about the process's time and memory. See [`ProcessInfo`].
-pub fn process_info() -> ProcessInfo {
+pub fn info() -> ProcessInfo {
     let mut v = [0usize; 8];
     let [elapsed, user, system, rss, peak_rss, commit, peak_commit, faults] = &mut v;
     // SAFETY: every argument is a valid, distinct place for mimalloc to write a `size_t` into.

@@ -1,4 +1,13 @@
-//! Statistics: a typed snapshot of mimalloc's counters, and its own printout.
+//! What mimalloc counts: a typed snapshot of its counters ([`read`]), the blocks per size class
+//! ([`size_bins`], mimalloc 3), and its own printout as a table ([`print`]) or JSON ([`json`]).
+//!
+//! ```
+//! let before = mimalloc::stats::read();
+//! let mut text = String::new();
+//! mimalloc::stats::print(&mut text).unwrap();
+//! assert!(mimalloc::stats::json().contains("\"reserved\""));
+//! assert!(mimalloc::stats::read().reserved.peak >= before.reserved.current);
+//! ```
 
 use crate::output::with_output;
 use core::fmt;
@@ -41,7 +50,7 @@ impl From<ffi::mi_stat_count_t> for Count {
 ///
 /// fn main() {
 ///     let big = vec![1u8; 64 << 20];
-///     let now = mimalloc::stats();
+///     let now = mimalloc::stats::read();
 ///     assert!(now.committed.current >= 64 << 20);
 ///     assert!(now.reserved.current >= now.committed.current);
 ///     drop(big);
@@ -51,8 +60,8 @@ impl From<ffi::mi_stat_count_t> for Count {
 #[non_exhaustive]
 pub struct Stats {
     /// Address space reserved from the OS, including the arenas the memory policy reserves for
-    /// the heap ([`crate::policy`]), which mimalloc's own printouts ([`stats_print`],
-    /// [`stats_json`]) leave out as they do all memory a program hands to mimalloc.
+    /// the heap ([`crate::policy`]), which mimalloc's own printouts ([`print`],
+    /// [`json`]) leave out as they do all memory a program hands to mimalloc.
     pub reserved: Count,
     /// Memory committed from the OS. On systems that overcommit (Linux) mimalloc commits its
     /// arenas eagerly and gives memory back by purging it, which makes it non-resident without
@@ -173,10 +182,10 @@ fn empty_raw() -> ffi::mi_stats_t {
 /// Reads mimalloc's process-wide statistics (`mi_stats_get`). See [`Stats`].
 ///
 /// mimalloc counts per thread and adds a thread's counts to the process's when the thread
-/// exits or calls [`stats_merge`]; this function merges the calling thread's first, so the
+/// exits or calls [`merge`]; this function merges the calling thread's first, so the
 /// snapshot covers this thread and every exited one.
-pub fn stats() -> Stats {
-    stats_merge();
+pub fn read() -> Stats {
+    merge();
     let mut raw = empty_raw();
     // SAFETY: `raw` is a valid, writable `mi_stats_t` whose header names its size and version.
     let filled = unsafe { ffi::mi_stats_get(&mut raw) };
@@ -207,7 +216,7 @@ pub struct SizeBin {
 ///
 /// fn main() {
 ///     let kept: Vec<Box<[u8; 100]>> = (0..20_000).map(|_| Box::new([0u8; 100])).collect();
-///     let bins = mimalloc::size_bins();
+///     let bins = mimalloc::stats::size_bins();
 ///     let class = bins.iter().find(|b| b.block_size >= 100 && !b.huge).unwrap();
 ///     // The blocks of the pages in use are not counted yet: up to a few pages' worth.
 ///     assert!(class.blocks.current >= 20_000 - 8 * 64 * 1024 / 112, "{bins}");
@@ -254,13 +263,13 @@ impl fmt::Display for SizeBins {
 }
 
 /// Reads mimalloc 3's block counts per size class (`mi_stats_t::malloc_bins`), merged as
-/// [`stats`] merges. mimalloc 2 keeps them only in `debug` builds: with `v2` this does not
+/// [`read`] merges. mimalloc 2 keeps them only in `debug` builds: with `v2` this does not
 /// exist.
 #[cfg(not(feature = "v2"))]
 pub fn size_bins() -> SizeBins {
-    stats_merge();
+    merge();
     let mut raw = empty_raw();
-    // SAFETY: as in `stats`: a valid, writable `mi_stats_t` with its header filled in.
+    // SAFETY: as in `read`: a valid, writable `mi_stats_t` with its header filled in.
     let filled = unsafe { ffi::mi_stats_get(&mut raw) };
     debug_assert!(filled, "mi_stats_get rejected the stats header");
     let huge = ffi::MI_BIN_HUGE as usize;
@@ -289,12 +298,12 @@ pub fn size_bins() -> SizeBins {
 /// fn main() {
 ///     let data = vec![0u8; 1 << 20]; // mimalloc has reserved memory now
 ///     let mut text = String::new();
-///     mimalloc::stats_print(&mut text).unwrap();
+///     mimalloc::stats::print(&mut text).unwrap();
 ///     assert!(text.contains("reserved"), "{text}");
 ///     # drop(data);
 /// }
 /// ```
-pub fn stats_print(out: &mut dyn fmt::Write) -> fmt::Result {
+pub fn print(out: &mut dyn fmt::Write) -> fmt::Result {
     // SAFETY: `with_output` passes a valid callback and its argument; mimalloc calls it
     // synchronously, before returning.
     with_output(out, |callback, arg| unsafe {
@@ -302,18 +311,18 @@ pub fn stats_print(out: &mut dyn fmt::Write) -> fmt::Result {
     })
 }
 
-/// [`stats_print`] to an `std::io::Write`, e.g. a file or a locked stdout.
+/// [`print`] to an `std::io::Write`, e.g. a file or a locked stdout.
 ///
 /// ```
-/// mimalloc::stats_print_io(&mut std::io::stderr().lock()).unwrap();
+/// mimalloc::stats::print_io(&mut std::io::stderr().lock()).unwrap();
 /// ```
 #[cfg(feature = "std")]
-pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Result<()> {
+pub fn print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Result<()> {
     let mut adapter = crate::output::IoWriter {
         inner: out,
         error: None,
     };
-    match stats_print(&mut adapter) {
+    match print(&mut adapter) {
         Ok(()) => Ok(()),
         Err(fmt::Error) => Err(adapter.error.take().unwrap_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::Other, "formatting failed")
@@ -324,10 +333,10 @@ pub fn stats_print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Resul
 /// mimalloc's statistics as a JSON document (`mi_stats_get_json`), for a metrics endpoint.
 ///
 /// ```
-/// let json = mimalloc::stats_json();
+/// let json = mimalloc::stats::json();
 /// assert!(json.starts_with('{') && json.contains("\"reserved\""));
 /// ```
-pub fn stats_json() -> rust_alloc::string::String {
+pub fn json() -> rust_alloc::string::String {
     // Into a buffer of ours, doubled until the document fits, which becomes the `String`
     // (mimalloc's own buffer would have to be copied and handed back to `mi_free`).
     let mut size = 4 << 10; // the document is ~15 KiB: the doubling is always exercised
@@ -355,14 +364,14 @@ pub fn stats_json() -> rust_alloc::string::String {
 ///
 /// mimalloc 3.6.0 keeps `mi_stats_reset` as a deprecated function that merges the main heap's
 /// statistics and resets nothing, so with mimalloc 3 this function does not exist rather than
-/// silently do nothing: compare two [`stats`] snapshots instead.
+/// silently do nothing: compare two [`read`] snapshots instead.
 ///
 /// ```
-/// mimalloc::stats_reset();
-/// assert_eq!(mimalloc::stats().mmap_calls, 0);
+/// mimalloc::stats::reset();
+/// assert_eq!(mimalloc::stats::read().mmap_calls, 0);
 /// ```
 #[cfg(feature = "v2")]
-pub fn stats_reset() {
+pub fn reset() {
     // SAFETY: no preconditions.
     unsafe { ffi::mi_stats_reset() }
 }
@@ -375,9 +384,9 @@ pub fn stats_reset() {
 /// function discards.
 ///
 /// ```
-/// mimalloc::stats_merge();
+/// mimalloc::stats::merge();
 /// ```
-pub fn stats_merge() {
+pub fn merge() {
     #[cfg(feature = "v2")]
     // SAFETY: no preconditions.
     unsafe {
@@ -387,5 +396,29 @@ pub fn stats_merge() {
     // SAFETY: the callback ignores its arguments, so any argument is fine.
     unsafe {
         ffi::mi_thread_stats_print_out(Some(crate::output::discard), core::ptr::null_mut())
+    }
+}
+
+/// mimalloc's statistics as a JSON document in the registry crates' type, the one
+/// [`MiMalloc::stats_json`](crate::MiMalloc::stats_json) returns; dereferences to a `CStr`.
+/// [`json`] gives the same document as a `String`. (`CStr` outside `std` needs Rust 1.64, hence
+/// the `std` feature, which `extended` turns on.)
+///
+/// ```
+/// let json: mimalloc::stats::StatsJson = mimalloc::MiMalloc::stats_json().unwrap();
+/// assert!(json.to_str().unwrap().starts_with('{'));
+/// ```
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsJson {
+    pub(crate) text: std::ffi::CString,
+}
+
+#[cfg(feature = "std")]
+impl core::ops::Deref for StatsJson {
+    type Target = std::ffi::CStr;
+
+    fn deref(&self) -> &std::ffi::CStr {
+        &self.text
     }
 }

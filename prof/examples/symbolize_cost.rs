@@ -64,7 +64,7 @@ fn resident() -> isize {
 /// Waits until what was freed has gone back to the OS.
 fn settle() {
     std::thread::sleep(QUIET);
-    mimalloc::collect(true);
+    mimalloc::heap::collect(true);
 }
 
 fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {

@@ -152,13 +152,13 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
 /// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
 /// (qemu-user's figure would be qemu's, Wine's is made up; a `qemu-system` guest's kernel counts
 /// for real) and elsewhere. mimalloc's own `current_rss` on Linux is its committed memory, which
-/// purged memory still counts in: see `mimalloc::Stats::committed`.
+/// purged memory still counts in: see `mimalloc::stats::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
     if os_emulator().is_some() {
         return None;
     }
     if cfg!(any(windows, target_os = "macos")) {
-        return Some(mimalloc::process_info().current_rss);
+        return Some(mimalloc::process::info().current_rss);
     }
     resident_bytes_from_proc()
 }

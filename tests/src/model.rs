@@ -288,7 +288,7 @@ impl<'a, A: GlobalAlloc> Model<'a, A> {
             "{layout:?}: {ptr:p} is misaligned"
         );
         // SAFETY: `ptr` is a live block just returned by mimalloc.
-        let usable = unsafe { mimalloc::usable_size(ptr) };
+        let usable = unsafe { mimalloc::heap::usable_size(ptr) };
         assert!(usable >= layout.size(), "{layout:?}: usable size {usable}");
         for other in self.slots.iter().flatten() {
             let (a, b) = (ptr as usize, other.ptr as usize);

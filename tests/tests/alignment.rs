@@ -45,7 +45,7 @@ fn exercise(layout: Layout, zeroed: bool, seed: u8) -> bool {
     // SAFETY: `p` is a live block of `size` bytes from mimalloc.
     unsafe {
         assert!(
-            mimalloc::usable_size(p) >= size,
+            mimalloc::heap::usable_size(p) >= size,
             "size {size} align {align}: usable size too small"
         );
         if zeroed {

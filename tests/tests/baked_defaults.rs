@@ -2,7 +2,7 @@
 //! The `baked` lane of `.ci/run full` builds this file with some set (with GCC and with clang).
 //! Nothing in this binary changes an option, so the values read are the defaults.
 
-use mimalloc::{MiOption, OptionKind};
+use mimalloc::options::{MiOption, OptionKind};
 use mimalloc_tests::{is_child, run_child};
 
 /// What the `baked` lane says it baked in (`MIMALLOC_TESTS_EXPECT_BAKED`, `name=value,...`): `None`

@@ -56,19 +56,19 @@ fn child_create_a_heap() {
 #[test]
 fn child_read_statistics() {
     first_call("child_read_statistics", || {
-        let first = mimalloc::stats();
+        let first = mimalloc::stats::read();
         assert!(
             first.reserved.current >= first.committed.current,
             "more committed than reserved: {first:?}"
         );
-        assert!(mimalloc::process_info().peak_rss > 0);
+        assert!(mimalloc::process::info().peak_rss > 0);
         let layout = Layout::from_size_align(8 << 20, 8).unwrap();
         // SAFETY: a non-zero size; the block is touched within its size and freed once.
         let later = unsafe {
             let p = MiMalloc.alloc(layout);
             assert!(!p.is_null());
             p.write_bytes(1, layout.size());
-            let later = mimalloc::stats();
+            let later = mimalloc::stats::read();
             MiMalloc.dealloc(p, layout);
             later
         };
@@ -88,8 +88,8 @@ fn child_read_statistics() {
 #[test]
 fn child_set_an_option() {
     first_call("child_set_an_option", || {
-        mimalloc::MiOption::PurgeDelay.set(0);
-        mimalloc::MiOption::PurgeDelay.get() == 0
+        mimalloc::options::MiOption::PurgeDelay.set(0);
+        mimalloc::options::MiOption::PurgeDelay.get() == 0
     });
 }
 

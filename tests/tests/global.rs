@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 fn served_by_mimalloc<T: ?Sized>(ptr: *const T) -> bool {
     // SAFETY: every pointer passed here is a live heap allocation of this program.
-    mimalloc::is_in_heap_region(ptr) && unsafe { mimalloc::usable_size(ptr) } > 0
+    mimalloc::heap::is_in_heap_region(ptr) && unsafe { mimalloc::heap::usable_size(ptr) } > 0
 }
 
 #[test]

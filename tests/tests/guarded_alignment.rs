@@ -47,7 +47,7 @@ impl Tally {
         // SAFETY: `p` is a live block of at least `size` bytes (checked by the usable size).
         unsafe {
             assert!(
-                mimalloc::usable_size(p) >= size,
+                mimalloc::heap::usable_size(p) >= size,
                 "{what}: usable size below {size}"
             );
             p.write_bytes(0x5a, size);

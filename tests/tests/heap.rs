@@ -66,7 +66,7 @@ fn impossible_requests_fail_cleanly() {
                 assert_eq!(first.as_ptr() as usize % 4096, 0, "misaligned");
                 // SAFETY: a live block of `huge.size()` bytes from mimalloc, freed once, below.
                 unsafe {
-                    assert!(mimalloc::usable_size(first.as_ptr()) >= huge.size());
+                    assert!(mimalloc::heap::usable_size(first.as_ptr()) >= huge.size());
                     first.as_ptr().write(1);
                     first.as_ptr().add(huge.size() - 1).write(1);
                 }
@@ -111,7 +111,7 @@ fn delete_keeps_blocks_alive() {
         .collect();
     heap.delete();
     for (p, seed) in blocks {
-        assert!(mimalloc::is_in_heap_region(p.as_ptr()));
+        assert!(mimalloc::heap::is_in_heap_region(p.as_ptr()));
         // SAFETY: `delete` moved the blocks to the default heap; each is live and freed once.
         unsafe {
             Pattern::new(seed).assert_at(p.as_ptr(), 4000, "block of a deleted heap");
@@ -121,20 +121,20 @@ fn delete_keeps_blocks_alive() {
 }
 
 /// The process's statistics after returning to the OS what can be returned.
-fn stats_after_collect() -> mimalloc::Stats {
-    mimalloc::collect(true);
-    mimalloc::stats()
+fn stats_after_collect() -> mimalloc::stats::Stats {
+    mimalloc::heap::collect(true);
+    mimalloc::stats::read()
 }
 
 /// The process's memory at one moment: mimalloc's statistics and the resident set.
 struct Snapshot {
-    stats: mimalloc::Stats,
+    stats: mimalloc::stats::Stats,
     resident: Option<usize>,
 }
 
 impl Snapshot {
     /// Adds the resident set, measured now, to statistics just taken.
-    fn with_resident_set(stats: mimalloc::Stats) -> Snapshot {
+    fn with_resident_set(stats: mimalloc::stats::Stats) -> Snapshot {
         let resident = mimalloc_tests::resident_bytes();
         Snapshot { stats, resident }
     }
@@ -153,7 +153,7 @@ fn collections_in_a_heap_go_back_when_it_drops() {
     let before = Snapshot::with_resident_set(stats_after_collect());
     let heap = Heap::new();
     let (map, vec, big) = fill_collections(&heap);
-    let during = Snapshot::with_resident_set(mimalloc::stats());
+    let during = Snapshot::with_resident_set(mimalloc::stats::read());
     print_statistics_with_the_heap_full();
     free_all_at_once(map, vec, big);
     drop(heap);
@@ -192,7 +192,7 @@ fn fill_collections(heap: &Heap) -> (HeapMap<'_>, HeapVec<'_, u64>, HeapVec<'_, 
 /// Prints mimalloc's statistics while the heap holds the collections, for the CI log.
 fn print_statistics_with_the_heap_full() {
     let mut printout = String::new();
-    mimalloc::stats_print(&mut printout).unwrap();
+    mimalloc::stats::print(&mut printout).unwrap();
     println!("statistics with the heap full:\n{printout}");
 }
 
@@ -263,7 +263,7 @@ fn child_destroy_frees_every_block() {
                 unsafe { p.as_ptr().write_bytes(round, 1000) };
             }
             drop(heap);
-            mimalloc::collect(true);
+            mimalloc::heap::collect(true);
             resident.push(mimalloc_tests::resident_bytes());
         }
         match (resident[2], resident[29]) {
@@ -385,7 +385,7 @@ fn hashbrown_and_vec_with_mimalloc_as_allocator() {
         map.insert(i, i * 2);
         vec.push(i);
     }
-    assert!(mimalloc::is_in_heap_region(vec.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(vec.as_ptr()));
     assert_eq!(map[&777], 1554);
     // A quarter of the address space in bytes on 64-bit targets reaches mimalloc and fails
     // there; on 32-bit ones no request below `isize::MAX` is impossible, so the reserve goes

@@ -215,7 +215,7 @@ fn overflow_into_a_free_block() {
     unsafe {
         let mut blocks: Vec<*mut u8> = (0..64).map(|_| MiMalloc.alloc(layout)).collect();
         blocks.sort_unstable();
-        let usable = mimalloc::usable_size(blocks[0]);
+        let usable = mimalloc::heap::usable_size(blocks[0]);
         // Two neighbours in one page: `b` starts less than two blocks after `a`.
         let (a, b) = blocks
             .windows(2)

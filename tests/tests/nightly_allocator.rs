@@ -28,6 +28,6 @@ fn std_collections_in_a_heap() {
 fn std_collections_with_mimalloc() {
     let mut v: Vec<u8, MiMalloc> = Vec::with_capacity_in(1000, MiMalloc);
     v.resize(1 << 20, 9);
-    assert!(mimalloc::is_in_heap_region(v.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(v.as_ptr()));
     assert!(v.try_reserve(isize::MAX as usize / 2).is_err());
 }

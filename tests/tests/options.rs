@@ -1,7 +1,7 @@
 //! `MiOption`: complete for the vendored version, typed, and read from the environment and
 //! from the build.
 
-use mimalloc::{MiOption, OptionKind};
+use mimalloc::options::{MiOption, OptionKind};
 use mimalloc_tests::{is_child, run_child};
 
 /// The `mi_option_*` names of the vendored header, in enum order, without deprecated ones and
@@ -108,7 +108,7 @@ fn child_environment_sets_options() {
 #[test]
 fn child_process_initialisation_runs() {
     if is_child() {
-        let stats = mimalloc::stats();
+        let stats = mimalloc::stats::read();
         println!(
             "reserved={} arenas={}",
             stats.reserved.current, stats.arenas

@@ -116,7 +116,7 @@ fn growing_within_usable_size_stays_in_place() {
         unsafe {
             let p = MiMalloc.alloc(layout);
             assert!(!p.is_null());
-            let usable = mimalloc::usable_size(p);
+            let usable = mimalloc::heap::usable_size(p);
             assert!(usable >= 100);
             Pattern::new(i).fill(p, 100);
             let q = MiMalloc.realloc(p, layout, usable);

@@ -10,14 +10,14 @@ const MIB: usize = 1 << 20;
 
 /// The process's memory at one moment: mimalloc's statistics, then the OS's resident set.
 struct Snapshot {
-    stats: mimalloc::Stats,
+    stats: mimalloc::stats::Stats,
     rss: Option<usize>,
 }
 
 impl Snapshot {
     /// Takes mimalloc's statistics first and the resident set second, in that order.
     fn take() -> Snapshot {
-        let stats = mimalloc::stats();
+        let stats = mimalloc::stats::read();
         let rss = resident_bytes();
         Snapshot { stats, rss }
     }
@@ -47,13 +47,13 @@ fn freed_working_set_is_returned_after_collect() {
         );
     }
     let working_set = working_set_size();
-    mimalloc::collect(true);
+    mimalloc::heap::collect(true);
     let before = Snapshot::take();
 
     let blocks = allocate_working_set(working_set);
     let peak = Snapshot::take();
     let ranges = free_blocks(blocks);
-    mimalloc::collect(true);
+    mimalloc::heap::collect(true);
     let after = Snapshot::take();
     let os_committed = os_committed_within(&ranges);
 
@@ -212,7 +212,7 @@ fn print_figures(working_set: usize, before: &Snapshot, peak: &Snapshot, after: 
 ///
 /// Nearly all of it is returned: what stays is mimalloc's metadata and caches. Where the OS
 /// tells the resident set (Linux, macOS, Windows), that is what counts: purged memory may stay
-/// "committed" in mimalloc's accounts, see `mimalloc::Stats::committed`. Under Wine, whose
+/// "committed" in mimalloc's accounts, see `mimalloc::stats::Stats::committed`. Under Wine, whose
 /// resident set is made up, the pages of the freed blocks still committed, by `VirtualQuery`.
 fn still_held(
     working_set: usize,

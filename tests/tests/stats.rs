@@ -18,9 +18,9 @@ fn child_snapshot_follows_allocation() {
 }
 
 fn snapshot_follows_allocation() {
-    let before = stats();
+    let before = stats::read();
     let block = vec![1u8; 32 << 20];
-    let during = stats();
+    let during = stats::read();
     assert!(during.reserved.current >= during.committed.current);
     assert!(during.committed.current >= 32 * MIB, "{during:?}");
     assert!(during.committed.peak >= during.committed.current);
@@ -54,10 +54,10 @@ fn child_block_counters_follow_the_program() {
 fn block_counters_follow_the_program() {
     const BLOCKS: i64 = 20_000;
     const SIZE: usize = 1000;
-    let before = stats();
+    let before = stats::read();
     let kept: Vec<Box<[u8; SIZE]>> = (0..BLOCKS).map(|_| Box::new([7u8; SIZE])).collect();
-    let during = stats();
-    let grew = |f: fn(&mimalloc::Stats) -> Option<i64>| f(&during).unwrap() - f(&before).unwrap();
+    let during = stats::read();
+    let grew = |f: fn(&stats::Stats) -> Option<i64>| f(&during).unwrap() - f(&before).unwrap();
     // The pages in use may not have been counted yet: 155 blocks were missing here once
     // (x86_64), about 2.5 pages of 64 KiB; 8 pages are allowed.
     let slack = 8 * 64;
@@ -71,7 +71,7 @@ fn block_counters_follow_the_program() {
         allocated.current - before.allocated.unwrap().current >= (BLOCKS - slack) * SIZE as i64,
         "{during:?}"
     );
-    let bins = mimalloc::size_bins();
+    let bins = stats::size_bins();
     let class = bins
         .iter()
         .find(|b| !b.huge && b.block_size >= SIZE)
@@ -84,8 +84,8 @@ fn block_counters_follow_the_program() {
     );
     drop(kept);
     // Freed on this thread: counted once its pages are collected.
-    mimalloc::collect(true);
-    let after = stats();
+    mimalloc::heap::collect(true);
+    let after = stats::read();
     assert!(
         after.free_count.unwrap() - during.free_count.unwrap() >= BLOCKS - slack,
         "{after:?}"
@@ -100,13 +100,13 @@ fn block_counters_follow_the_program() {
 fn printout_goes_to_the_writer() {
     let _data = vec![0u8; 4 << 20];
     let mut text = String::new();
-    mimalloc::stats_print(&mut text).unwrap();
+    stats::print(&mut text).unwrap();
     assert!(
         text.contains("reserved") && text.contains("committed"),
         "{text}"
     );
     let mut bytes = Vec::new();
-    mimalloc::stats_print_io(&mut bytes).unwrap();
+    stats::print_io(&mut bytes).unwrap();
     assert!(String::from_utf8(bytes).unwrap().contains("committed"));
 }
 
@@ -119,13 +119,13 @@ fn printout_reports_the_writers_error() {
         }
     }
     let _data = vec![0u8; 4 << 20];
-    assert!(mimalloc::stats_print(&mut Full).is_err());
+    assert!(stats::print(&mut Full).is_err());
 }
 
 #[test]
 fn json_is_a_document_with_the_counters() {
     let _data = vec![0u8; 4 << 20];
-    let json = mimalloc::stats_json();
+    let json = stats::json();
     assert!(
         json.trim_start().starts_with('{') && json.trim_end().ends_with('}'),
         "{json}"
@@ -139,7 +139,7 @@ fn json_is_a_document_with_the_counters() {
     ] {
         assert!(json.contains(key), "{key} missing from {json}");
     }
-    let version = mimalloc::version();
+    let version = mimalloc::Version::linked();
     let expected = format!(
         "{}",
         version.major * 10_000 + version.minor * 100 + version.patch
@@ -190,7 +190,7 @@ fn merge_publishes_a_threads_counters() {
             let blocks: Vec<Vec<u8>> = SIZES.iter().map(|&n| vec![1u8; n]).collect();
             step.wait(); // allocated
             step.wait(); // read unmerged
-            mimalloc::stats_merge();
+            stats::merge();
             step.wait(); // merged
             step.wait(); // read merged
             let live: usize = blocks.iter().map(Vec::len).sum();
@@ -216,7 +216,7 @@ fn merge_publishes_a_threads_counters() {
         merged - unmerged,
         SIZES.len()
     );
-    let now = stats();
+    let now = stats::read();
     assert!(now.threads.current >= 1);
     if let Some(allocated) = now.allocated {
         // The worker's blocks were freed by now; its merged total counts them.
@@ -226,7 +226,7 @@ fn merge_publishes_a_threads_counters() {
 
 #[test]
 fn process_information() {
-    let info = mimalloc::process_info();
+    let info = mimalloc::process::info();
     assert!(info.peak_rss > 0);
     assert!(info.peak_commit >= info.current_commit);
     assert!(

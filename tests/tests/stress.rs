@@ -37,7 +37,7 @@ fn purge_thread_runs() -> bool {
 #[test]
 fn stress_threads_through_the_global_allocator() {
     let config = Config::from_env().unwrap();
-    let before = mimalloc::stats();
+    let before = mimalloc::stats::read();
     let purging_before = purge_thread_runs();
 
     let report = stress::run(&Global, &config);
@@ -47,7 +47,7 @@ fn stress_threads_through_the_global_allocator() {
         std::io::stderr(),
         "STRESS [{}] mimalloc {}, {} threads x {} steps: {report}",
         build_name(),
-        mimalloc::version(),
+        mimalloc::Version::linked(),
         config.threads,
         config.steps
     );
@@ -59,12 +59,12 @@ fn stress_threads_through_the_global_allocator() {
 
     // The global allocator really is mimalloc: a block from `Global` is in mimalloc's memory.
     let probe = vec![0u8; 100];
-    assert!(mimalloc::is_in_heap_region(probe.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(probe.as_ptr()));
     drop(probe);
 
     // Every thread and every block of the run was released: mimalloc's own accounts agree.
-    mimalloc::collect(true);
-    let after = mimalloc::stats();
+    mimalloc::heap::collect(true);
+    let after = mimalloc::stats::read();
     // The memory policy's background purge thread, if the run's heap started it, is mimalloc's
     // thread too, and stays.
     let started = i64::from(purge_thread_runs() && !purging_before);

@@ -46,7 +46,7 @@ fn stress_threads_through_one_shared_heap() {
     let _ = writeln!(
         std::io::stderr(),
         "STRESS [heap] mimalloc {}, {} threads x {} steps: {report}",
-        mimalloc::version(),
+        mimalloc::Version::linked(),
         config.threads,
         config.steps
     );

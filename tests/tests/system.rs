@@ -15,16 +15,20 @@ fn collections_come_from_the_system_allocator() {
     let string = "served by the system allocator".repeat(10);
     let map: HashMap<i32, String> = (0..100).map(|i| (i, i.to_string())).collect();
     let expected = C_MALLOC_IS_MIMALLOC;
-    assert_eq!(mimalloc::is_in_heap_region(&*boxed), expected, "Box");
-    assert_eq!(mimalloc::is_in_heap_region(vec.as_ptr()), expected, "Vec");
+    assert_eq!(mimalloc::heap::is_in_heap_region(&*boxed), expected, "Box");
     assert_eq!(
-        mimalloc::is_in_heap_region(string.as_ptr()),
+        mimalloc::heap::is_in_heap_region(vec.as_ptr()),
+        expected,
+        "Vec"
+    );
+    assert_eq!(
+        mimalloc::heap::is_in_heap_region(string.as_ptr()),
         expected,
         "String"
     );
     assert!(
         map.values()
-            .all(|v| mimalloc::is_in_heap_region(v.as_ptr()) == expected),
+            .all(|v| mimalloc::heap::is_in_heap_region(v.as_ptr()) == expected),
         "HashMap values"
     );
 
@@ -34,7 +38,7 @@ fn collections_come_from_the_system_allocator() {
     unsafe {
         use std::alloc::GlobalAlloc;
         let p = mimalloc::MiMalloc.alloc(layout);
-        assert!(mimalloc::is_in_heap_region(p));
+        assert!(mimalloc::heap::is_in_heap_region(p));
         mimalloc::MiMalloc.dealloc(p, layout);
     }
 }
@@ -46,7 +50,7 @@ fn c_malloc_is_mimalloc_only_with_override() {
         let p = libc::malloc(100);
         assert!(!p.is_null());
         assert_eq!(
-            mimalloc::is_in_heap_region(p),
+            mimalloc::heap::is_in_heap_region(p),
             C_MALLOC_IS_MIMALLOC,
             "malloc(100)"
         );

@@ -36,9 +36,9 @@ fn collections_are_counted_and_come_from_mimalloc() {
     assert_eq!(live() - start, 4100);
     let s = String::with_capacity(50_000);
     assert_eq!(live() - start, 54_100);
-    assert!(mimalloc::is_in_heap_region(v.as_ptr()));
-    assert!(mimalloc::is_in_heap_region(&*b));
-    assert!(mimalloc::is_in_heap_region(s.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(v.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(&*b));
+    assert!(mimalloc::heap::is_in_heap_region(s.as_ptr()));
     drop((v, b, s));
     assert_eq!(live(), start);
     // A block above 128 KiB is published at once. What the process-wide figure still misses is

@@ -144,7 +144,7 @@ fn a_build_that_links_mimalloc_without_assign_global_is_refused() {
         "no-assign",
         "[dependencies]\nmimalloc = { path = \"MIMALLOC\", optional = true }\n\
          [features]\nmimalloc = [\"dep:mimalloc\"]\n",
-        "fn main() {\n    #[cfg(feature = \"mimalloc\")]\n    println!(\"{}\", mimalloc::version());\n    \
+        "fn main() {\n    #[cfg(feature = \"mimalloc\")]\n    println!(\"{}\", mimalloc::Version::linked());\n    \
          let v = vec![7u8; 1 << 20];\n    assert_eq!(v.iter().map(|&b| b as usize).sum::<usize>(), 7 << 20);\n}\n",
     );
     let stderr = refusal(&runner(&["--quick", "--allocators", "ours"], &manifest));

@@ -43,13 +43,13 @@ fn main() {
 #[cfg(feature = "mimalloc")]
 fn report_allocator(top: &[(&str, usize)]) {
     // Ask mimalloc whether it owns the memory the program just used.
-    let owned = mimalloc::is_in_heap_region(top.as_ptr());
+    let owned = mimalloc::heap::is_in_heap_region(top.as_ptr());
     println!(
         "allocator: mimalloc {} (the result vector is in mimalloc's memory: {owned})",
-        mimalloc::version()
+        mimalloc::Version::linked()
     );
     let mut table = String::new();
-    mimalloc::stats_print(&mut table).expect("writing to a String cannot fail");
+    mimalloc::stats::print(&mut table).expect("writing to a String cannot fail");
     println!("mimalloc's statistics:\n{table}");
 }
 

@@ -9,7 +9,7 @@
 //! overcommitted and only touched pages count): mimalloc then counts each 64 KiB slice as
 //! committed when it first uses it and purges with `MADV_DONTNEED`, exactly as for its own
 //! arenas. Its statistics leave such memory out of `reserved` (it is the program's, not
-//! mimalloc's), which [`reserved`] gives back to [`crate::stats()`].
+//! mimalloc's), which [`reserved`] gives back to [`crate::stats::read`].
 //!
 //! The heap outgrows an arena: once three quarters of what the policy reserved are committed,
 //! the next arena is reserved (as large as all before it together, so that a large heap takes a

@@ -44,7 +44,7 @@ mod tests {
     fn blocks_come_from_mimalloc_natively() {
         let v = alloc::vec![1u8; 100];
         #[cfg(not(miri))]
-        assert!(mimalloc::is_in_heap_region(v.as_ptr()));
+        assert!(mimalloc::heap::is_in_heap_region(v.as_ptr()));
         drop(v);
     }
 }

@@ -15,5 +15,5 @@ fn the_named_static_is_a_mimalloc_and_allocations_work() {
     let v: alloc::vec::Vec<u32> = (0..5000).collect();
     assert_eq!(v.iter().map(|&x| u64::from(x)).sum::<u64>(), 12_497_500);
     #[cfg(not(miri))]
-    assert!(mimalloc::is_in_heap_region(v.as_ptr()));
+    assert!(mimalloc::heap::is_in_heap_region(v.as_ptr()));
 }

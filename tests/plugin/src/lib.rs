@@ -50,7 +50,8 @@ pub extern "C" fn plugin_uses_mimalloc() -> c_int {
         let b = Box::new([7u8; 100]);
         let ptr: *const [u8; 100] = &*b;
         // SAFETY: asked only once mimalloc says `ptr` is in its memory, and `b` is live.
-        let ours = mimalloc::is_in_heap_region(ptr) && unsafe { mimalloc::usable_size(ptr) } >= 100;
+        let ours = mimalloc::heap::is_in_heap_region(ptr)
+            && unsafe { mimalloc::heap::usable_size(ptr) } >= 100;
         c_int::from(ours)
     })
 }
@@ -59,7 +60,7 @@ pub extern "C" fn plugin_uses_mimalloc() -> c_int {
 /// own blocks, which must not be.
 #[no_mangle]
 pub extern "C" fn plugin_owns(ptr: *const c_void) -> c_int {
-    c_int::from(mimalloc::is_in_heap_region(ptr))
+    c_int::from(mimalloc::heap::is_in_heap_region(ptr))
 }
 
 /// Builds and frees about `mebibytes` MiB of small blocks, so that the library's heap has grown

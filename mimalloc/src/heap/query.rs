@@ -1,45 +1,9 @@
-//! Questions about mimalloc itself and about single blocks.
+//! Questions about single blocks and the thread's heap, asked of mimalloc directly: they
+//! work on any block mimalloc allocated, through [`MiMalloc`](crate::MiMalloc), a [`Heap`](super::Heap) or
+//! the C API.
 
 use core::ffi::c_void;
-use core::fmt;
 use mimalloc_sys as ffi;
-
-/// The version of the mimalloc library linked into the program.
-///
-/// ```
-/// let v = mimalloc::version();
-/// assert!(v.major == 2 || v.major == 3);
-/// println!("running on mimalloc {v}"); // e.g. "3.6.0"
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    /// 2 or 3.
-    pub major: u32,
-    /// Minor release.
-    pub minor: u32,
-    /// Patch release.
-    pub patch: u32,
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-/// The runtime version of mimalloc (`mi_version`), e.g. 3.6.0.
-///
-/// This is the library that was linked, which the build always takes from the same vendored
-/// tree as the headers; see [`Version`] for an example.
-pub fn version() -> Version {
-    // SAFETY: `mi_version` has no preconditions.
-    let v = unsafe { ffi::mi_version() } as u32;
-    Version {
-        major: v / 10_000,
-        minor: v / 100 % 100,
-        patch: v % 100,
-    }
-}
 
 /// The number of bytes usable in the block at `ptr`, at least the size it was allocated with
 /// (`mi_usable_size`). Returns 0 for a null pointer.
@@ -50,7 +14,7 @@ pub fn version() -> Version {
 /// // SAFETY: the layout has a non-zero size; `p` is live until the dealloc.
 /// unsafe {
 ///     let p = mimalloc::MiMalloc.alloc(layout);
-///     assert!(mimalloc::usable_size(p) >= 100);
+///     assert!(mimalloc::heap::usable_size(p) >= 100);
 ///     mimalloc::MiMalloc.dealloc(p, layout);
 /// }
 /// ```
@@ -58,7 +22,7 @@ pub fn version() -> Version {
 /// # Safety
 ///
 /// `ptr` must be null or point into a live block allocated by mimalloc (through [`MiMalloc`],
-/// a heap of this crate, or the C API). mimalloc reads the block's page metadata; for a pointer
+/// a [`Heap`](super::Heap), or the C API). mimalloc reads the block's page metadata; for a pointer
 /// it does not own the result is meaningless and the read may fault.
 ///
 /// [`MiMalloc`]: crate::MiMalloc
@@ -75,7 +39,7 @@ pub unsafe fn usable_size<T: ?Sized>(ptr: *const T) -> usize {
 ///
 /// ```
 /// let on_the_stack = 0u8;
-/// assert!(!mimalloc::is_in_heap_region(&on_the_stack));
+/// assert!(!mimalloc::heap::is_in_heap_region(&on_the_stack));
 /// ```
 pub fn is_in_heap_region<T: ?Sized>(ptr: *const T) -> bool {
     // SAFETY: mimalloc only looks `ptr` up in its page (v3) or segment (v2) map.
@@ -86,7 +50,7 @@ pub fn is_in_heap_region<T: ?Sized>(ptr: *const T) -> bool {
 /// (`mi_good_size`). Asking for it up front wastes nothing.
 ///
 /// ```
-/// let good = mimalloc::good_size(100);
+/// let good = mimalloc::heap::good_size(100);
 /// assert!(good >= 100);
 /// ```
 pub fn good_size(size: usize) -> usize {
@@ -94,13 +58,14 @@ pub fn good_size(size: usize) -> usize {
     unsafe { ffi::mi_good_size(size) }
 }
 
-/// Returns memory that is no longer used to the OS where mimalloc can (`mi_collect`); `force`
+/// Returns memory that is no longer used to the OS where mimalloc can (`mi_collect`), from the
+/// calling thread's default heap (a [`Heap`](super::Heap) has [`Heap::collect`](super::Heap::collect)); `force`
 /// also collects what other threads freed and what is only lazily reclaimed. Useful after a
 /// phase that freed a large working set, or before measuring.
 ///
 /// ```
 /// drop(vec![0u8; 10 << 20]);
-/// mimalloc::collect(true);
+/// mimalloc::heap::collect(true);
 /// ```
 pub fn collect(force: bool) {
     // SAFETY: `mi_collect` has no preconditions.
