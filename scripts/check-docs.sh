@@ -6,11 +6,10 @@
 # - every feature of mimalloc-sys and mimalloc (but `default`) is a row of the README's feature
 #   table and is named in its crate's `src/lib.rs` docs; every row of that table is a feature of
 #   `mimalloc`; every build-time feature of mimalloc-sys is forwarded by `mimalloc`;
-# - the bench driver features ARCHITECTURE.md names exist (it once named a `no_thp`);
 # - every file path in README.md, ARCHITECTURE.md, BENCHMARKS.md, bench/README.md, docs/*.md,
 #   the crates' doc comments and CI files exists (relative to the repository, the document, or the
 #   ARCHITECTURE.md section's directory);
-# - the mimalloc versions the README and ARCHITECTURE.md give, and mimalloc-sys's example of
+# - the mimalloc versions the README gives, and mimalloc-sys's example of
 #   DEP_MIMALLOC_VERSION, are those of the vendored headers;
 # - docs/ci.md's tables are the lanes of `bash .ci/run lanes landing` and `bash .ci/run lanes`.
 #
@@ -75,17 +74,6 @@ for name in sorted(sys_features):
     if f"mimalloc-sys/{name}" not in safe_features.get(name, []):
         problem(f"mimalloc/Cargo.toml: `{name}` does not forward mimalloc-sys/{name}")
 
-# The bench driver's features, as ARCHITECTURE.md lists them.
-driver_features = features("bench/driver/Cargo.toml")
-m = re.search(r"^- `driver`.*?cargo\s+feature \((.*?)\)", architecture, re.M | re.S)
-if not m:
-    problem("ARCHITECTURE.md: no '- `driver`' bullet listing its cargo features")
-else:
-    for name in sorted(backticked(m.group(1))):
-        for part in name.split("/"):
-            if part not in driver_features:
-                problem(f"ARCHITECTURE.md: the bench driver has no feature `{part}` (bench/driver/Cargo.toml)")
-
 # File paths.
 tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, check=True).stdout.split()
 # Files and the directories that hold them.
@@ -129,18 +117,8 @@ for doc in ["README.md", "BENCHMARKS.md", "bench/README.md", *sorted(map(str, Pa
     here = str(Path(doc).parent) if "/" in doc else ""
     check_paths(doc, Path(doc).read_text(), lambda line, here=here: ["", here] if here else [""])
 
-# ARCHITECTURE.md: paths are relative to the repository or to their section (`### `dir/``).
-current = [""]
-
-
-def architecture_bases(line):
-    m = re.match(r"^### `([^`]+)`", line)
-    if m:
-        current[0] = m.group(1).rstrip("/")
-    return ["", current[0]]
-
-
-check_paths("ARCHITECTURE.md", architecture, architecture_bases)
+# ARCHITECTURE.md: paths from the repository, or named by their last components (`route.rs`).
+check_paths("ARCHITECTURE.md", architecture)
 
 for crate in ["mimalloc", "mimalloc-sys"]:
     for source in sorted(Path(crate).rglob("*.rs")):
@@ -191,9 +169,6 @@ def version(v):
 v2_row = re.search(r"^\| `v2` \|.*$", table, re.M)
 if not v2_row or f"({v2})" not in v2_row.group(0) or f"({v3})" not in v2_row.group(0):
     problem(f"README.md: the `v2` row does not give the vendored versions ({v2}) and ({v3})")
-for v, text in [("v3", v3), ("v2", v2)]:
-    if f"`mimalloc/{v}` ({text}" not in architecture:
-        problem(f"ARCHITECTURE.md: does not say `mimalloc/{v}` ({text}), the vendored version")
 for source in ["mimalloc-sys/src/lib.rs", "mimalloc-sys/build.rs"]:
     for number, line in enumerate(Path(source).read_text().splitlines(), 1):
         for example in re.findall(r"e\.g\. `(\d{5})`", line):

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The modules of a crate import one another without a circle.
+"""The modules of a crate import one another without a circle, and as its stated layers allow.
 
     python3 scripts/check-module-graph.py [SRC_DIR ...]  (default: mimalloc/src)
-    python3 scripts/check-module-graph.py --self-test   (it finds the circles it should)
+    python3 scripts/check-module-graph.py --layers ARCHITECTURE.md
+    python3 scripts/check-module-graph.py --self-test   (it finds what it should)
 
 Builds the graph "module A names module B" from every `use` and every `crate::`/`super::`/
 `self::` path in code (comments and doc comments are not imports), with the crate root's
@@ -11,6 +12,13 @@ and the root itself left out: it is the crate's facade and declares every module
 that names its child and a child that names its parent (`super::Item` for an item defined
 in the parent's own file) make a circle too. Prints every circle and the graph it is in, and
 exits 1, if there is one.
+
+With `--layers`, reads the layering that the document states in its ```layers block and checks
+every crate named there against it: for each crate (a line naming its `src` directory), its
+top-level modules in numbered layers, from the bottom up, and for a module with children, the
+order of its files (`self` is the module's own file). A module may use only modules of lower
+layers; within a module, a file may use only the files listed before it. Every top-level module
+and every child must be placed, so a new one cannot slip past the rule.
 """
 
 import re
@@ -208,6 +216,81 @@ def check(src, quiet=False):
     return len(modules) - 1, circles(edges)
 
 
+def parse_layers(text):
+    """{src: ([set of top-level modules per layer, bottom first], {module: [file order]})}
+    from the document's ```layers block."""
+    block = re.search(r"```layers\n(.*?)```", text, flags=re.S)
+    if not block:
+        sys.exit("the document has no ```layers block")
+    crates, current = {}, None
+    for line in block.group(1).splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.endswith("/src"):
+            current = crates.setdefault(line, ([], {}))
+        elif re.match(r"\d+\s", line):
+            current[0].append(set(line.split(":", 1)[1].split()))
+        else:
+            module, order = line.split(":", 1)
+            current[1][module.strip().rstrip("/").replace("/", "::")] = order.split()
+    return crates
+
+
+def layering_problems(src, layers, orders):
+    """How the crate in `src` breaks the stated layers (empty when it keeps them)."""
+    edges = graph(module_files(src))
+    level = {m: i for i, group in enumerate(layers) for m in group}
+    problems = []
+    for node, targets in sorted(edges.items()):
+        top = node.split("::")[1]
+        if top not in level:
+            problems.append(f"{node} is in no layer")
+            continue
+        for target in sorted(targets):
+            problems.extend(edge_problem(node, target, level, orders))
+    for parent in {n.rsplit("::", 1)[0] for n in edges if n.count("::") > 1}:
+        placed = set(orders.get(parent[len("crate::"):], ()))
+        for child in sorted(n for n in edges if n.rsplit("::", 1)[0] == parent):
+            if child.rsplit("::", 1)[1] not in placed:
+                problems.append(f"{child} is not in the order of {parent}'s files")
+    return problems
+
+
+def edge_problem(node, target, level, orders):
+    a, b = node.split("::")[1:], target.split("::")[1:]
+    if a[0] != b[0]:
+        if level.get(b[0], len(level)) < level[a[0]]:
+            return []
+        return [f"{node} uses {target}, which is not in a lower layer"]
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    parent = "::".join(a[:common])
+    order = orders.get(parent)
+    if order is None:
+        return [f"{node} uses {target}, but the files of crate::{parent} have no stated order"]
+    rank = lambda path: order.index(path[common]) if len(path) > common else order.index("self")
+    try:
+        if rank(b) < rank(a):
+            return []
+    except ValueError:
+        return []  # reported as unplaced
+    return [f"{node} uses {target}, which is not listed before it in crate::{parent}'s order"]
+
+
+def check_layers(document):
+    failed = False
+    for src, (layers, orders) in parse_layers(Path(document).read_text()).items():
+        problems = layering_problems(Path(src), layers, orders)
+        for problem in problems:
+            print(f"layering: {src}: {problem}", file=sys.stderr)
+        failed |= bool(problems)
+        if not problems:
+            print(f"{src} keeps the layers {document} states ({len(layers)} layers)")
+    sys.exit(1 if failed else 0)
+
+
 SELF_TEST_CRATES = {
     "siblings": (
         {"lib.rs": "mod a;\nmod b;\n", "a.rs": "use crate::b::B;\npub struct A;\n",
@@ -249,12 +332,56 @@ def self_test():
         ok = got == expected
         failures += not ok
         print(f"{'ok' if ok else 'FAILED'}: {name}: {got or 'no circle'}")
+    failures += layering_self_test()
     sys.exit(1 if failures else 0)
+
+
+LAYERED_CRATE = {
+    "lib.rs": "mod low;\nmod high;\nmod tree;\n",
+    "low.rs": "pub fn f() {}\n",
+    "high.rs": "use crate::low;\n",
+    "tree/mod.rs": "mod first;\nmod second;\nfn g() { second::h() }\n",
+    "tree/first.rs": "pub fn f() {}\n",
+    "tree/second.rs": "use super::first;\npub fn h() {}\n",
+}
+
+LAYER_SELF_TESTS = {
+    "kept": ("1 a: low\n2 b: high tree\ntree/: first second self\n", []),
+    "a lower layer uses a higher one": (
+        "1 a: high\n2 b: low tree\ntree/: first second self\n",
+        ["crate::high uses crate::low, which is not in a lower layer"],
+    ),
+    "a file uses one listed after it": (
+        "1 a: low\n2 b: high tree\ntree/: second first self\n",
+        ["crate::tree::second uses crate::tree::first, which is not listed before it in "
+         "crate::tree's order"],
+    ),
+    "a module left out": ("1 a: low\n2 b: tree\ntree/: first second self\n",
+                          ["crate::high is in no layer"]),
+}
+
+
+def layering_self_test():
+    import tempfile
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, text in LAYERED_CRATE.items():
+            (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / path).write_text(text)
+        for name, (stated, expected) in LAYER_SELF_TESTS.items():
+            layers, orders = parse_layers(f"```layers\n{tmp}/src\n{stated}```")[f"{tmp}/src"]
+            got = layering_problems(Path(tmp), layers, orders)
+            ok = got == expected
+            failures += not ok
+            print(f"{'ok' if ok else 'FAILED'}: layers {name}: {got or 'kept'}")
+    return failures
 
 
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
+    if sys.argv[1:2] == ["--layers"]:
+        return check_layers(sys.argv[2])
     failed = False
     for src in map(Path, sys.argv[1:] or ["mimalloc/src"]):
         count, found = check(src, quiet=True)
