@@ -1,6 +1,20 @@
 //! `Heap`: an owned mimalloc heap, usable as an allocator for collections; and the questions
 //! any heap answers about its blocks (`usable_size`, `good_size`, `is_in_heap_region`), with
 //! `collect` for the thread's default heap.
+//!
+//! ```
+//! use mimalloc::Heap;
+//!
+//! let heap = Heap::new();
+//! let block = heap.allocate(core::alloc::Layout::new::<[u8; 100]>()).unwrap();
+//! assert!(heap.contains(block.as_ptr()));
+//! assert!(mimalloc::heap::is_in_heap_region(block.as_ptr()));
+//! // SAFETY: `block` is a live block of `heap`.
+//! assert!(unsafe { mimalloc::heap::usable_size(block.as_ptr()) } >= 100);
+//! assert!(mimalloc::heap::good_size(100) >= 100);
+//! drop(heap); // frees `block` with the heap
+//! mimalloc::heap::collect(false);
+//! ```
 
 mod query;
 

@@ -1,4 +1,14 @@
-//! mimalloc's run-time options, as a typed enum per vendored version.
+//! mimalloc's run-time options, as a typed enum per vendored version: [`MiOption`], read and
+//! set by value; an option the vendored version lacks does not exist here.
+//!
+//! ```
+//! use mimalloc::options::{MiOption, OptionKind};
+//!
+//! assert_eq!(MiOption::Verbose.kind(), OptionKind::Flag);
+//! let delay = MiOption::PurgeDelay.get(); // milliseconds
+//! assert_eq!(MiOption::from_name("purge_delay"), Some(MiOption::PurgeDelay));
+//! # let _ = delay;
+//! ```
 
 use mimalloc_sys as ffi;
 

@@ -1,4 +1,10 @@
 //! What the operating system says about the process (`mi_process_info`): [`info`].
+//!
+//! ```
+//! let info = mimalloc::process::info();
+//! assert!(info.peak_rss >= info.current_rss.min(info.peak_rss));
+//! println!("{:?} of CPU time so far", info.user_time + info.system_time);
+//! ```
 
 use core::time::Duration;
 use mimalloc_sys as ffi;

@@ -1,4 +1,4 @@
-//! The version of the mimalloc library the program runs on.
+//! The version of the mimalloc library the program runs on: [`Version::linked`].
 
 use core::fmt;
 use mimalloc_sys as ffi;
