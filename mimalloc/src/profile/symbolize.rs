@@ -342,13 +342,25 @@ mod tests {
         profile
     }
 
-    #[test]
-    fn locations_get_lines_inlined_first_and_functions_once() {
+    /// The example, symbolized, and its string table.
+    fn symbolized_example() -> (Vec<u8>, Vec<String>) {
         let profile = protobuf(&example(), &mut fake).unwrap();
-        let strings: Vec<String> = sub_messages(&profile, PROFILE_STRING_TABLE)
+        let strings = sub_messages(&profile, PROFILE_STRING_TABLE)
             .into_iter()
             .map(|s| String::from_utf8(s).unwrap())
             .collect();
+        (profile, strings)
+    }
+
+    /// The value of field `number` of a message's varint fields.
+    fn field(fields: &[(u64, u64)], number: u64) -> u64 {
+        let found = fields.iter().find(|(n, _)| *n == number);
+        found.expect("the field is written").1
+    }
+
+    #[test]
+    fn locations_get_lines_inlined_first() {
+        let (profile, strings) = symbolized_example();
         let functions = sub_messages(&profile, PROFILE_FUNCTION);
         let name_of = |id: u64| {
             let function = functions
@@ -356,61 +368,52 @@ mod tests {
                 .map(|f| varints(f))
                 .find(|f| f[0] == (FUNCTION_ID, id));
             let function = function.expect("the line's function");
-            let name = function
-                .iter()
-                .find(|(n, _)| *n == FUNCTION_NAME)
-                .unwrap()
-                .1;
-            strings[name as usize].clone()
+            strings[field(&function, FUNCTION_NAME) as usize].clone()
         };
         let locations = sub_messages(&profile, PROFILE_LOCATION);
         let lines = |i: usize| -> Vec<(String, u64)> {
             let lines = sub_messages(&locations[i], LOCATION_LINE);
-            lines
-                .iter()
-                .map(|l| {
-                    let l = varints(l);
-                    (name_of(l[0].1), l[1].1)
-                })
-                .collect()
+            let pairs = lines.iter().map(|l| varints(l));
+            pairs.map(|l| (name_of(l[0].1), l[1].1)).collect()
         };
         let owned = |v: &[(&str, u64)]| {
-            v.iter()
-                .map(|(n, l)| (n.to_string(), *l))
-                .collect::<Vec<_>>()
+            let pairs = v.iter().map(|(n, l)| (n.to_string(), *l));
+            pairs.collect::<Vec<_>>()
         };
         assert_eq!(lines(0), owned(&[("inner", 3), ("outer", 9)]));
         assert_eq!(lines(1), owned(&[("outer", 12)]));
         assert_eq!(lines(2), owned(&[("bare", 0)]));
         assert_eq!(lines(3), owned(&[]));
+    }
+
+    #[test]
+    fn functions_are_written_once_with_their_names() {
+        let (profile, strings) = symbolized_example();
+        let functions = sub_messages(&profile, PROFILE_FUNCTION);
         assert_eq!(functions.len(), 3, "inner, outer, bare: each once");
         let ids: Vec<u64> = functions.iter().map(|f| varints(f)[0].1).collect();
         assert_eq!(ids, [1, 2, 3], "pprof reserves id 0");
         let function = varints(&functions[0]);
-        let system_name = function
-            .iter()
-            .find(|(n, _)| *n == FUNCTION_SYSTEM_NAME)
-            .unwrap()
-            .1;
-        let file = function
-            .iter()
-            .find(|(n, _)| *n == FUNCTION_FILENAME)
-            .unwrap()
-            .1;
+        let system_name = field(&function, FUNCTION_SYSTEM_NAME);
         assert_eq!(strings[system_name as usize], "_ZNinnerE");
-        assert_eq!(strings[file as usize], "a.rs");
+        assert_eq!(
+            strings[field(&function, FUNCTION_FILENAME) as usize],
+            "a.rs"
+        );
+    }
 
+    #[test]
+    fn mappings_say_what_was_resolved() {
+        let (profile, _) = symbolized_example();
         let mappings = sub_messages(&profile, PROFILE_MAPPING);
         let flags = |i: usize| {
             let fields = varints(&mappings[i]);
+            let values = |n: u64| {
+                let of_n = fields.iter().filter(|(f, _)| *f == n);
+                of_n.map(|(_, v)| *v).collect::<Vec<_>>()
+            };
             (MAPPING_HAS_FUNCTIONS..=MAPPING_HAS_INLINE_FRAMES)
-                .map(|n| {
-                    fields
-                        .iter()
-                        .filter(|(f, _)| *f == n)
-                        .map(|(_, v)| *v)
-                        .collect::<Vec<_>>()
-                })
+                .map(values)
                 .collect::<Vec<_>>()
         };
         assert_eq!(flags(0), vec![vec![1], vec![1], vec![1], vec![1]]);
