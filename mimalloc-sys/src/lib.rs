@@ -49,7 +49,9 @@
 //! `mimalloc_runs` always, and for instance `mimalloc_guarded` (`MI_GUARDED`) or
 //! `mimalloc_checked_free` (`MI_FREE_IS_CHECKED`); a dependant's build script can pass each on
 //! with `cargo:rustc-cfg=`, as the `mimalloc` crate's does. This crate is compiled with the same
-//! cfgs.
+//! cfgs. For a dependant that compiles mimalloc's C code again (the benchmark's C floor), it
+//! also publishes how it compiled it: `DEP_MIMALLOC_COMPILER`, `DEP_MIMALLOC_COMPILER_ARGS`
+//! (separated by the ASCII unit separator, `\x1f`) and `DEP_MIMALLOC_TRANSLATION_UNIT`.
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
