@@ -17,6 +17,7 @@ import tomllib
 
 DEFAULT_MANIFESTS = [
     "mimalloc-sys/Cargo.toml",
+    "mimalloc-sys/cfgs/Cargo.toml",
     "mimalloc/Cargo.toml",
     "tests/Cargo.toml",
     "tests/plugin/Cargo.toml",
