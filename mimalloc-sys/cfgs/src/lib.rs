@@ -7,10 +7,8 @@
 //! workspace manifest's `check-cfg` list names every cfg the plan can publish.
 //!
 //! ```no_run
-//! // build.rs of a crate with `mimalloc-sys` among its [dependencies]
-//! fn main() {
-//!     mimalloc_sys_cfgs::pass_on();
-//! }
+//! // In `fn main` of the build script of a crate with `mimalloc-sys` among its [dependencies]:
+//! mimalloc_sys_cfgs::pass_on();
 //! ```
 
 /// The metadata key, as cargo names it for a dependant of the package with `links = "mimalloc"`.
