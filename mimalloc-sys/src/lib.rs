@@ -67,7 +67,9 @@
 // Nothing is declared where mimalloc cannot run (`wasm32-unknown-unknown`, `*-none-*`): the
 // build plan compiles no C there (`Decision::Skip`), libc has no C types for those targets, and
 // the build script sets `cfg(mimalloc_runs)` only where it compiled mimalloc.
+// bindgen's layout tests check a struct's every field in one function, as long as the struct.
 #[cfg(mimalloc_runs)]
+#[allow(clippy::too_many_lines)]
 mod bindings {
     #[cfg(feature = "bindgen")]
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
