@@ -20,6 +20,7 @@ DEFAULT_MANIFESTS = [
     "mimalloc-sys/cfgs/Cargo.toml",
     "mimalloc/Cargo.toml",
     "tests/Cargo.toml",
+    "tests/rng/Cargo.toml",
     "tests/plugin/Cargo.toml",
     "tests/no-std-product/Cargo.toml",
     "examples/product/Cargo.toml",

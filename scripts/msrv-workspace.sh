@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare DIR/ws: a copy of the MSRV crates (mimalloc-sys, mimalloc, mimalloc-tests, and the
-# crates nested in their directories: mimalloc-sys-cfgs, ...) and of the product example, that
+# crates nested in their directories: mimalloc-sys-cfgs, seeded-rng, ...) and of the product example, that
 # an old cargo can build offline, with DIR/crates holding every dependency.
 #
 #   scripts/msrv-workspace.sh DIR
@@ -57,7 +57,7 @@ MAIN
 # cannot run cargo where the cross binaries run). The `[workspace.*]` tables stay out: Cargo
 # 1.63 cannot read them, and the MSRV crates do not inherit from them.
 {
-  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc-sys/cfgs", "mimalloc", "tests", "tests/plugin", "product", "no-os-product"]\n'
+  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc-sys/cfgs", "mimalloc", "tests", "tests/rng", "tests/plugin", "product", "no-os-product"]\n'
   printf 'resolver = "2"\n\n'
   sed -n '/^\[profile/,$p' "$root/Cargo.toml"
 } >"$ws/Cargo.toml"
