@@ -37,9 +37,10 @@ fn main() {
 
     let sources = vendored_sources(plan.version);
     let defaults = baked_option_defaults(&target, &sources);
-    compile(&target, &plan, &sources, &defaults);
+    let compiled = compile(&target, &plan, &sources, &defaults);
     link(&plan);
     publish_metadata(&sources, &plan);
+    publish_compilation(&compiled);
 
     #[cfg(feature = "bindgen")]
     bindings::generate(&sources, plan.version, &target, &out_dir());
@@ -193,15 +194,28 @@ fn write_out(name: &str, contents: &str) -> PathBuf {
     path
 }
 
+/// What step 3 compiled, and with which command: published for dependants that compile the
+/// same code themselves (the benchmark's C floor).
+struct Compiled {
+    compiler: cc::Tool,
+    translation_unit: PathBuf,
+}
+
 /// Step 3: compile `src/static.c`, which includes every other source file: one translation
 /// unit, so the compiler can inline across mimalloc's internal boundaries. With baked option
 /// defaults, a generated file that sets them and then includes `static.c` is compiled instead.
-fn compile(target: &Target, plan: &Plan, sources: &Sources, defaults: &[OptionDefault]) {
+fn compile(
+    target: &Target,
+    plan: &Plan,
+    sources: &Sources,
+    defaults: &[OptionDefault],
+) -> Compiled {
     rerun_if_changed(&sources.include());
     rerun_if_changed(&sources.src());
+    let translation_unit = translation_unit(target, sources, defaults);
     let mut build = cc::Build::new();
     build
-        .file(translation_unit(target, sources, defaults))
+        .file(&translation_unit)
         .include(sources.include())
         .include(sources.src());
     if plan.language == Language::Cxx17 {
@@ -226,6 +240,10 @@ fn compile(target: &Target, plan: &Plan, sources: &Sources, defaults: &[OptionDe
         build.flag_if_supported(flag);
     }
     build.compile("mimalloc");
+    Compiled {
+        compiler: build.get_compiler(),
+        translation_unit,
+    }
 }
 
 /// `static.c`, or the generated file that bakes option defaults in before including it.
@@ -253,7 +271,7 @@ fn link(plan: &Plan) {
 /// `build/plan.rs`) as cfgs of this crate, and as `DEP_MIMALLOC_CFGS` for direct dependants'
 /// build scripts: the cfgs that hold, comma-separated (`mimalloc_runs,mimalloc_small_free,...`),
 /// which the `mimalloc` crate's and the tests' build scripts pass on as they find them, with no
-/// list of their own. Where mimalloc does not run nothing is published, not even
+/// list of their own (the `mimalloc-sys-cfgs` crate, `cfgs/` here, reads this format). Where mimalloc does not run nothing is published, not even
 /// `mimalloc_runs`. Dependants also read `DEP_MIMALLOC_INCLUDE` (to compile C code against the
 /// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`).
 fn publish_metadata(sources: &Sources, plan: &Plan) {
@@ -272,6 +290,36 @@ fn publish_metadata(sources: &Sources, plan: &Plan) {
         .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
         .unwrap_or_else(|| panic!("no MI_MALLOC_VERSION in {}", sources.include().display()));
     println!("cargo:version={version}");
+}
+
+/// Separates the arguments in `DEP_MIMALLOC_COMPILER_ARGS`: the ASCII unit separator, which no
+/// compiler argument contains (cargo separates `CARGO_ENCODED_RUSTFLAGS` with it for the same
+/// reason), unlike a space or a comma (`-DNAME=a,b`, a path with a space).
+const ARGUMENT_SEPARATOR: char = '\x1f';
+
+/// Step 5b: how step 3 compiled mimalloc, for dependants that compile it again on their own
+/// (the benchmark's C floor, `bench/runner/src/floor.rs`), so that they take nothing from a
+/// list of their own: `DEP_MIMALLOC_COMPILER` (the compiler `cc` chose, after `CC` and the
+/// target), `DEP_MIMALLOC_COMPILER_ARGS` (every argument `cc` passed it but the source and
+/// output files: its own flags, the plan's defines and flags, the include directories, `CFLAGS`;
+/// separated by [`ARGUMENT_SEPARATOR`]) and `DEP_MIMALLOC_TRANSLATION_UNIT` (the file compiled).
+fn publish_compilation(compiled: &Compiled) {
+    let args: Vec<String> = compiled
+        .compiler
+        .args()
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    if let Some(arg) = args.iter().find(|a| a.contains(ARGUMENT_SEPARATOR)) {
+        panic!("a compiler argument contains the separator of DEP_MIMALLOC_COMPILER_ARGS: {arg:?}");
+    }
+    let separator = ARGUMENT_SEPARATOR.to_string();
+    println!("cargo:compiler={}", compiled.compiler.path().display());
+    println!("cargo:compiler_args={}", args.join(&separator));
+    println!(
+        "cargo:translation_unit={}",
+        compiled.translation_unit.display()
+    );
 }
 
 fn rerun_if_changed(path: &Path) {

@@ -17,8 +17,10 @@ import tomllib
 
 DEFAULT_MANIFESTS = [
     "mimalloc-sys/Cargo.toml",
+    "mimalloc-sys/cfgs/Cargo.toml",
     "mimalloc/Cargo.toml",
     "tests/Cargo.toml",
+    "tests/rng/Cargo.toml",
     "tests/plugin/Cargo.toml",
     "tests/no-std-product/Cargo.toml",
     "examples/product/Cargo.toml",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepare DIR/ws: a copy of the MSRV crates (mimalloc-sys, mimalloc, mimalloc-tests) and of the
-# product example, that an old cargo can build offline, with DIR/crates holding every dependency.
+# Prepare DIR/ws: a copy of the MSRV crates (mimalloc-sys, mimalloc, mimalloc-tests, and the
+# crates nested in their directories: mimalloc-sys-cfgs, seeded-rng, ...) and of the product example, that
+# an old cargo can build offline, with DIR/crates holding every dependency.
 #
 #   scripts/msrv-workspace.sh DIR
 #
@@ -56,7 +57,7 @@ MAIN
 # cannot run cargo where the cross binaries run). The `[workspace.*]` tables stay out: Cargo
 # 1.63 cannot read them, and the MSRV crates do not inherit from them.
 {
-  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc", "tests", "tests/plugin", "product", "no-os-product"]\n'
+  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc-sys/cfgs", "mimalloc", "tests", "tests/rng", "tests/plugin", "product", "no-os-product"]\n'
   printf 'resolver = "2"\n\n'
   sed -n '/^\[profile/,$p' "$root/Cargo.toml"
 } >"$ws/Cargo.toml"
@@ -66,7 +67,7 @@ sed -i.bak -e '/^bindgen = \["dep:bindgen"\]/d' -e '/^bindgen = { version/d' "$w
 sed -i.bak -e '/^bindgen = \["mimalloc-sys\/bindgen"\]/d' "$ws/mimalloc/Cargo.toml"
 # `[lints] workspace = true` names the real root's `[workspace.lints]`, left out above; Cargo
 # before 1.74 skips lint tables anyway.
-for manifest in "$ws"/*/Cargo.toml "$ws/tests/plugin/Cargo.toml"; do
+for manifest in "$ws"/*/Cargo.toml "$ws"/*/*/Cargo.toml; do
   sed -i.bak -e '/^\[lints\]$/,/^workspace = true$/d' "$manifest"
 done
 rm -f "$ws"/*/Cargo.toml.bak "$ws"/*/*/Cargo.toml.bak
@@ -90,5 +91,5 @@ CONFIG
 # Every manifest here is one that a real Cargo 1.63 must read (the hosted MSRV jobs use one).
 # (Windows runners name their Python `python`.)
 python=$(command -v python3 || command -v python)
-(cd "$ws" && "$python" "$root/scripts/check-msrv-manifests.py" Cargo.toml */Cargo.toml tests/plugin/Cargo.toml >/dev/null)
+(cd "$ws" && "$python" "$root/scripts/check-msrv-manifests.py" Cargo.toml */Cargo.toml */*/Cargo.toml >/dev/null)
 touch "$dir/stamp"

@@ -1,6 +1,6 @@
 //! Compiles `abi/probe.c` against the headers mimalloc-sys was built with, for `tests/abi.rs`,
 //! and `host/plugin_host.c`, the C half of the host program of `tests/plugin.rs`; passes on the
-//! cfgs of mimalloc-sys's build plan (`DEP_MIMALLOC_CFGS`), as the `mimalloc` crate's build
+//! cfgs of mimalloc-sys's build plan (`mimalloc-sys-cfgs`), as the `mimalloc` crate's build
 //! script does.
 
 #[allow(clippy::disallowed_methods)]
@@ -11,11 +11,7 @@ fn main() {
     // The decisions of mimalloc-sys's plan, as the library crates see them: where the routing
     // core advises large blocks for huge pages (`tests/huge_pages.rs`), where free reads the
     // page map, which lifts mimalloc 3's alignment limit (`tests/alignment.rs`), and so on.
-    println!("cargo:rerun-if-env-changed=DEP_MIMALLOC_CFGS");
-    let cfgs = std::env::var("DEP_MIMALLOC_CFGS").unwrap_or_default();
-    for cfg in cfgs.split(',').filter(|cfg| !cfg.is_empty()) {
-        println!("cargo:rustc-cfg={cfg}");
-    }
+    mimalloc_sys_cfgs::pass_on();
     // mimalloc-sys publishes its include directory through `links = "mimalloc"` metadata. On
     // targets where it builds nothing (no OS), there is nothing to probe.
     let include = match std::env::var("DEP_MIMALLOC_INCLUDE") {

@@ -341,10 +341,10 @@ fn target_published(
         p,
         v3 && target.pointer_width == 32 && !c.on("MI_SECURE"),
         "mimalloc_large_request_cap",
-        "mimalloc 3.6.0 on a 32-bit target without MI_SECURE rounds a request above \
-         2 GiB - 4 MiB up to a 2 GiB block and faults building its free list where it should \
-         return null (docs/known-issues.md; the canary in tests/tests/upstream_bugs.rs): the \
-         routing core refuses such requests. MI_SECURE builds serve them",
+        "mimalloc 3.6.0 on a 32-bit target without MI_SECURE faults on requests near 2 GiB \
+         where it should return null (docs/known-issues.md has the bound; the canary in \
+         tests/tests/upstream_bugs.rs): the routing core refuses such requests. MI_SECURE \
+         builds serve them",
     );
 }
 
@@ -369,8 +369,8 @@ fn free_published(published: &mut Vec<Published>, c: &Preprocessor, version: Ver
         c.on("MI_FREE_IS_CHECKED") || c.on("MI_FREE_USE_PAGEMAP"),
         "mimalloc_page_map_free",
         "MI_FREE_IS_CHECKED or MI_FREE_USE_PAGEMAP: free finds a block's page in the page map, so \
-         neither alignments nor arenas are bound to the page metadata's 256 MiB (32 MiB on \
-         32-bit) alignment",
+         neither alignments nor arenas are bound to the page metadata's alignment \
+         (docs/known-issues.md)",
     );
     publish(
         published,
@@ -420,7 +420,8 @@ fn guarded(c: &Preprocessor, version: Version) -> bool {
 
 /// Whether the routing core may free a block of a small layout with mimalloc 3's
 /// `mi_free_small_nonnull`, which takes a small page's metadata from the block's address, so
-/// that it skips the general page lookup (BENCHMARKS.md, "Instructions per allocate+free pair").
+/// that it skips the general page lookup (BENCHMARKS.md, "Instructions per small allocate+free
+/// pair").
 ///
 /// The C side is `MI_PAGE_META_SMALL_IS_ALIGNED`, which the plan never defines: it is computed
 /// here as `include/mimalloc/types.h` of 3.6.0 computes it from the defines ("Place page meta
@@ -709,8 +710,8 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "MI_FREE_USE_PAGEMAP",
             Some("1"),
             "`free_use_pagemap` feature (mimalloc-safe's name): free finds the page in the page \
-             map, 8 instructions more per allocate+free pair, and arenas need only slice \
-             alignment",
+             map, which costs instructions on every free (BENCHMARKS.md, \"Instructions per \
+             small allocate+free pair\"), and arenas need only slice alignment",
         );
     } else {
         define(
@@ -718,9 +719,9 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "MI_FREE_USE_PAGEMAP",
             Some("0"),
             "page metadata at aligned addresses: free masks the pointer instead of reading the \
-             page map, 8 instructions fewer per allocate+free pair (BENCHMARKS.md); the price is \
-             an alignment limit of 256 MiB (32 MiB on 32-bit) and arenas aligned to it \
-             (docs/known-issues.md)",
+             page map, the shorter allocate+free pair (BENCHMARKS.md, \"Instructions per small \
+             allocate+free pair\"); the price is an alignment limit and arenas aligned to the \
+             page metadata (docs/known-issues.md)",
         );
     }
 }
@@ -817,37 +818,53 @@ fn thp_defaults(
     features: &Features,
     adaptive_thp: bool,
 ) {
-    let has_thp = target.os == "linux" || target.os == "android";
-    if features.no_thp && has_thp {
-        define(
-            defines,
-            "MI_NO_THP",
-            None,
-            "`no_thp` feature (the registry crates' name): mimalloc never advises its memory for \
-             transparent huge pages, and the safe crate's memory policy advises none either; the \
-             process's own setting (`MIMALLOC_ALLOW_THP`, the kernel's mode) is left alone, as \
-             with the registry crates",
-        );
+    if features.no_thp && (target.os == "linux" || target.os == "android") {
+        no_thp(defines);
     }
     if adaptive_thp {
         // `no_thp` turns the policy off, so MI_NO_THP is not defined twice.
-        define(
-            defines,
-            "MI_NO_THP",
-            None,
-            "the memory policy decides huge pages: mimalloc no longer advises its arenas, so a \
-             small heap faults in 4 KiB pages until the safe crate's policy advises it \
-             (mimalloc/src/policy/; BENCHMARKS.md, \"The memory policy\")",
-        );
-        define(
-            defines,
-            "MI_DEFAULT_ALLOW_THP",
-            Some("1"),
-            "huge pages allowed for the process (0 would disable them with prctl, and the \
-             policy's advice with them), and purges in 64 KiB slices rather than whole 2 MiB \
-             pages (mode 2), so a heap gives back what it frees",
-        );
-    } else if target.os == "android" {
+        policy_decides_thp(defines);
+    } else {
+        allow_thp_default(defines, target, version);
+    }
+}
+
+/// The registry crates' `no_thp`.
+fn no_thp(defines: &mut Vec<Define>) {
+    define(
+        defines,
+        "MI_NO_THP",
+        None,
+        "`no_thp` feature (the registry crates' name): mimalloc never advises its memory for \
+         transparent huge pages, and the safe crate's memory policy advises none either; the \
+         process's own setting (`MIMALLOC_ALLOW_THP`, the kernel's mode) is left alone, as \
+         with the registry crates",
+    );
+}
+
+/// Huge pages left to the safe crate's memory policy ([`adaptive_thp`]).
+fn policy_decides_thp(defines: &mut Vec<Define>) {
+    define(
+        defines,
+        "MI_NO_THP",
+        None,
+        "the memory policy decides huge pages: mimalloc no longer advises its arenas, so a \
+         small heap faults in 4 KiB pages until the safe crate's policy advises it \
+         (mimalloc/src/policy/; BENCHMARKS.md, \"The memory policy\")",
+    );
+    define(
+        defines,
+        "MI_DEFAULT_ALLOW_THP",
+        Some("1"),
+        "huge pages allowed for the process (0 would disable them with prctl, and the \
+         policy's advice with them), and purges in 64 KiB slices rather than whole 2 MiB \
+         pages (mode 2), so a heap gives back what it frees",
+    );
+}
+
+/// mimalloc's own huge-page mode where the safe crate's policy does not decide.
+fn allow_thp_default(defines: &mut Vec<Define>, target: &Target, version: Version) {
+    if target.os == "android" {
         define(
             defines,
             "MI_DEFAULT_ALLOW_THP",
@@ -859,10 +876,10 @@ fn thp_defaults(
             defines,
             "MI_DEFAULT_ALLOW_THP",
             Some("0"),
-            "32-bit Linux: no transparent huge pages. Mode 2 purges only whole 2 MiB pages: \
-             tests/tests/reclaim.rs on i686 kept 38 of its 128 MiB resident after collect(true) \
-             (x86_64: 38 of 512); mode 1 kept 21 (partly freed huge pages wait in the kernel's \
-             deferred split); with huge pages off, 1",
+            "32-bit Linux: no transparent huge pages. With them a freed working set stayed \
+             resident in partly freed huge pages (mode 2 purges only whole ones, mode 1 leaves \
+             them to the kernel's deferred split), a large share of a 32-bit address space \
+             (BENCHMARKS.md, \"The option defaults\")",
         );
     } else if target.os == "linux" {
         define(
@@ -883,10 +900,10 @@ fn purge_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) 
             "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE",
             Some("262144"),
             "free ranges purged at once only from 256 MiB (in KiB; mimalloc's default is \
-             32 MiB): with 32 MiB every freed buffer of 32-64 MiB was handed back and faulted in \
-             again on reuse, 8.4x the registry crate's time on large-reuse, 0.72x with 256 MiB; \
-             smaller ranges wait for the purge delay (peak RSS 1.77x mimalloc-safe's there). \
-             From 256 MiB a freed block is still returned at once",
+             32 MiB), so that a freed large buffer is reused rather than handed back and faulted \
+             in again; smaller ranges wait for the purge delay, which raises the peak of a \
+             program that frees such buffers (BENCHMARKS.md, \"The option defaults\"). From \
+             256 MiB a freed block is still returned at once",
         );
     }
 }

@@ -47,9 +47,12 @@
 //! three only where mimalloc was compiled (the target has an OS). `DEP_MIMALLOC_CFGS` lists,
 //! comma-separated, the decisions of the build plan that hold for this build, as cfg names:
 //! `mimalloc_runs` always, and for instance `mimalloc_guarded` (`MI_GUARDED`) or
-//! `mimalloc_checked_free` (`MI_FREE_IS_CHECKED`); a dependant's build script can pass each on
-//! with `cargo:rustc-cfg=`, as the `mimalloc` crate's does. This crate is compiled with the same
-//! cfgs.
+//! `mimalloc_checked_free` (`MI_FREE_IS_CHECKED`); a dependant's build script passes each on
+//! with the `mimalloc-sys-cfgs` crate (`mimalloc_sys_cfgs::pass_on()`), as the `mimalloc`
+//! crate's does. This crate is compiled with the same
+//! cfgs. For a dependant that compiles mimalloc's C code again (the benchmark's C floor), it
+//! also publishes how it compiled it: `DEP_MIMALLOC_COMPILER`, `DEP_MIMALLOC_COMPILER_ARGS`
+//! (separated by the ASCII unit separator, `\x1f`) and `DEP_MIMALLOC_TRANSLATION_UNIT`.
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -64,7 +67,9 @@
 // Nothing is declared where mimalloc cannot run (`wasm32-unknown-unknown`, `*-none-*`): the
 // build plan compiles no C there (`Decision::Skip`), libc has no C types for those targets, and
 // the build script sets `cfg(mimalloc_runs)` only where it compiled mimalloc.
+// bindgen's layout tests check a struct's every field in one function, as long as the struct.
 #[cfg(mimalloc_runs)]
+#[allow(clippy::too_many_lines)]
 mod bindings {
     #[cfg(feature = "bindgen")]
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

@@ -833,19 +833,19 @@ fn the_profiler_records_stacks_where_the_c_library_can() {
         .is_empty());
 }
 
-/// The registry crates' build-time names change the build as they do there, and only where
-/// their setting exists; each define is published or left out with its reason.
-#[test]
-fn registry_feature_names_map_to_their_defines() {
-    let linux = target("x86_64-unknown-linux-gnu");
-    let windows = target("x86_64-pc-windows-gnu");
-    let mac = target("aarch64-apple-darwin");
-    let with = |f: fn(&mut Features)| {
-        let mut features = Features::default();
-        f(&mut features);
-        features
-    };
+/// The default features with one or more changed by `set`.
+fn with(set: fn(&mut Features)) -> Features {
+    let mut features = Features::default();
+    set(&mut features);
+    features
+}
 
+// The registry crates' build-time names change the build as they do there, and only where
+// their setting exists; each define is published or left out with its reason.
+
+#[test]
+fn registry_no_thp_defines_mi_no_thp_once_and_stops_the_policy() {
+    let linux = target("x86_64-unknown-linux-gnu");
     let no_thp = with(|f| f.no_thp = true);
     let plan = build(&linux, no_thp);
     assert_eq!(value(&plan, "MI_NO_THP"), Some(None));
@@ -863,25 +863,35 @@ fn registry_feature_names_map_to_their_defines() {
     assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), Some(Some("1")));
     let v2_no_thp = Features { v2: true, ..no_thp };
     assert_eq!(value(&build(&linux, v2_no_thp), "MI_NO_THP"), Some(None));
+    let mac = target("aarch64-apple-darwin");
     assert_eq!(value(&build(&mac, no_thp), "MI_NO_THP"), None);
     assert!(publishes(
         &default_plan("x86_64-unknown-linux-gnu"),
         "mimalloc_adaptive_thp"
     ));
+}
 
+#[test]
+fn registry_win_direct_tls_only_on_windows_with_mimalloc_3() {
+    let windows = target("x86_64-pc-windows-gnu");
     let direct = with(|f| f.win_direct_tls = true);
     assert_eq!(
         value(&build(&windows, direct), "MI_WIN_DIRECT_TLS"),
         Some(Some("1"))
     );
+    let linux = target("x86_64-unknown-linux-gnu");
     assert_eq!(value(&build(&linux, direct), "MI_WIN_DIRECT_TLS"), None);
     let v2_direct = Features { v2: true, ..direct };
     assert_eq!(
         value(&build(&windows, v2_direct), "MI_WIN_DIRECT_TLS"),
         None
     );
+}
 
+#[test]
+fn registry_skip_collect_on_exit_only_when_asked() {
     let skip = with(|f| f.skip_collect_on_exit = true);
+    let linux = target("x86_64-unknown-linux-gnu");
     assert_eq!(
         value(&build(&linux, skip), "MI_SKIP_COLLECT_ON_EXIT"),
         Some(Some("1"))
@@ -893,12 +903,15 @@ fn registry_feature_names_map_to_their_defines() {
         ),
         None
     );
+}
 
+#[test]
+fn registry_etw_on_msvc_refused_on_mingw_warned_elsewhere() {
     let etw = with(|f| f.etw = true);
     let msvc = target("x86_64-pc-windows-msvc");
     assert_eq!(value(&build(&msvc, etw), "MI_TRACK_ETW"), Some(Some("1")));
-    assert!(refusal(&windows, etw).contains("MSVC"));
-    let plan = build(&linux, etw);
+    assert!(refusal(&target("x86_64-pc-windows-gnu"), etw).contains("MSVC"));
+    let plan = build(&target("x86_64-unknown-linux-gnu"), etw);
     assert_eq!(value(&plan, "MI_TRACK_ETW"), None);
     assert!(
         plan.warnings.iter().any(|w| w.contains("`etw`")),
@@ -907,9 +920,12 @@ fn registry_feature_names_map_to_their_defines() {
     );
     let etw_asan = Features { asan: true, ..etw };
     assert!(refusal(&sanitized("x86_64-pc-windows-msvc", "address"), etw_asan).contains("etw"));
+}
 
+#[test]
+fn registry_free_use_pagemap_publishes_the_page_map_free() {
     let pagemap = with(|f| f.free_use_pagemap = true);
-    let plan = build(&linux, pagemap);
+    let plan = build(&target("x86_64-unknown-linux-gnu"), pagemap);
     assert_eq!(value(&plan, "MI_FREE_USE_PAGEMAP"), Some(Some("1")));
     assert!(publishes(&plan, "mimalloc_page_map_free") && !publishes(&plan, "mimalloc_small_free"));
 }
@@ -948,54 +964,18 @@ fn small_free_only_where_small_pages_are_aligned() {
         "mimalloc_page_map_free"
     ));
     for (name, features) in [
-        (
-            "v2",
-            Features {
-                v2: true,
-                ..Features::default()
-            },
-        ),
-        (
-            "secure",
-            Features {
-                secure: true,
-                ..Features::default()
-            },
-        ),
-        (
-            "debug",
-            Features {
-                debug: true,
-                ..Features::default()
-            },
-        ),
-        (
-            "guarded",
-            Features {
-                guarded: true,
-                ..Features::default()
-            },
-        ),
-        (
-            "valgrind",
-            Features {
-                valgrind: true,
-                ..Features::default()
-            },
-        ),
+        ("v2", with(|f| f.v2 = true)),
+        ("secure", with(|f| f.secure = true)),
+        ("debug", with(|f| f.debug = true)),
+        ("guarded", with(|f| f.guarded = true)),
+        ("valgrind", with(|f| f.valgrind = true)),
     ] {
         assert!(
             !publishes(&build(&t, features), "mimalloc_small_free"),
             "{name}"
         );
     }
-    let secure = build(
-        &t,
-        Features {
-            secure: true,
-            ..Features::default()
-        },
-    );
+    let secure = build(&t, with(|f| f.secure = true));
     assert!(publishes(&secure, "mimalloc_page_map_free"));
     assert!(publishes(
         &default_plan("wasm32-wasip1"),

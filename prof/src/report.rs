@@ -292,6 +292,21 @@ impl Report {
     /// allocated bytes.
     pub fn text(&self, top: usize) -> String {
         let (inuse, allocated) = self.totals();
+        let mut out = self.totals_text(inuse, allocated);
+        for (measure, title, total) in [
+            (Measure::InUse, "in-use bytes", inuse.bytes),
+            (Measure::Allocated, "allocated bytes", allocated.bytes),
+        ] {
+            out.push_str(&self.top_functions(measure, title, total, top));
+        }
+        for why in &self.unreadable {
+            let _ = writeln!(out, "\nnot symbolized: {why}");
+        }
+        out
+    }
+
+    /// The sample rate, the estimated totals and the profile's own sampled figures.
+    fn totals_text(&self, inuse: Estimate, allocated: Estimate) -> String {
         let mut out = String::new();
         let samples: i64 = self.stacks.iter().map(|s| s.sampled.alloc_objects).sum();
         let _ = writeln!(
@@ -318,39 +333,35 @@ impl Report {
             "sampled (the profile's own figures): in use {} bytes in {} objects, allocated {} bytes in {} objects",
             raw.inuse_bytes, raw.inuse_objects, raw.alloc_bytes, raw.alloc_objects
         );
-        for (measure, title, total) in [
-            (Measure::InUse, "in-use bytes", inuse.bytes),
-            (Measure::Allocated, "allocated bytes", allocated.bytes),
-        ] {
+        out
+    }
+
+    /// The table of the `top` functions by `measure`, with their shares of `total`.
+    fn top_functions(&self, measure: Measure, title: &str, total: f64, top: usize) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\ntop {top} by {title} (exclusive: as the allocation site; inclusive: with callees)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>6} {:>12} {:>6}  function",
+            "exclusive", "%", "inclusive", "%"
+        );
+        for f in self.functions(measure).into_iter().take(top) {
+            let (excl, incl) = match measure {
+                Measure::InUse => (f.exclusive_inuse.bytes, f.inclusive_inuse.bytes),
+                Measure::Allocated => (f.exclusive_allocated.bytes, f.inclusive_allocated.bytes),
+            };
             let _ = writeln!(
                 out,
-                "\ntop {top} by {title} (exclusive: as the allocation site; inclusive: with callees)"
+                "{:>12} {:>5.1}% {:>12} {:>5.1}%  {}",
+                bytes(excl),
+                percent(excl, total),
+                bytes(incl),
+                percent(incl, total),
+                f.name
             );
-            let _ = writeln!(
-                out,
-                "{:>12} {:>6} {:>12} {:>6}  function",
-                "exclusive", "%", "inclusive", "%"
-            );
-            for f in self.functions(measure).into_iter().take(top) {
-                let (excl, incl) = match measure {
-                    Measure::InUse => (f.exclusive_inuse.bytes, f.inclusive_inuse.bytes),
-                    Measure::Allocated => {
-                        (f.exclusive_allocated.bytes, f.inclusive_allocated.bytes)
-                    }
-                };
-                let _ = writeln!(
-                    out,
-                    "{:>12} {:>5.1}% {:>12} {:>5.1}%  {}",
-                    bytes(excl),
-                    percent(excl, total),
-                    bytes(incl),
-                    percent(incl, total),
-                    f.name
-                );
-            }
-        }
-        for why in &self.unreadable {
-            let _ = writeln!(out, "\nnot symbolized: {why}");
         }
         out
     }

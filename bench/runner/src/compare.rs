@@ -9,8 +9,8 @@ use crate::progress;
 use crate::report::{self, Report};
 use crate::stats::Samples;
 use bench_workloads::Workload;
-use bench_workloads::rng::Rng;
 use indicatif::ProgressBar;
+use seeded_rng::Rng;
 
 pub fn run(options: &Options, command: String) -> Result<(), String> {
     let places = Places::new(options.out.clone());

@@ -1,98 +1,73 @@
 //! The C floor program (`floor/floor.c`): mimalloc called from C, compiled from the vendored
-//! sources with the defines and flags `mimalloc-sys` uses, read from its own build plan so that
-//! the two cannot drift apart.
+//! sources with the compiler and arguments `mimalloc-sys` used in this build (its `links`
+//! metadata, which `build.rs` hands on), so that the two cannot drift apart.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-// The build plan is a pure function of target facts; including it here (it has no
-// dependencies) is how the floor gets exactly the defines `mimalloc-sys` compiles with.
-#[allow(dead_code)]
-#[path = "../../../mimalloc-sys/build/plan.rs"]
-mod plan;
-
-/// What `cc` (the crate) adds for a release build on Linux x86_64, besides the plan's choices.
-const CC_RELEASE_FLAGS: [&str; 4] = ["-O3", "-ffunction-sections", "-fdata-sections", "-fPIC"];
-
-/// The compiler arguments `mimalloc-sys` uses for `static.c` on this machine (release).
-pub fn mimalloc_sys_arguments() -> Result<Vec<String>, String> {
-    let target = host_target()?;
-    let plan = match plan::decide(&target, &plan::Features::default(), true) {
-        plan::Decision::Build(plan) => plan,
-        other => {
-            return Err(format!(
-                "mimalloc-sys builds nothing for this machine: {other:?}"
-            ));
-        }
-    };
-    let mut args: Vec<String> = CC_RELEASE_FLAGS.iter().map(|s| s.to_string()).collect();
-    for d in &plan.defines {
-        args.push(match d.value {
-            Some(v) => format!("-D{}={v}", d.name),
-            None => format!("-D{}", d.name),
-        });
-    }
-    args.extend(
-        plan.flags
-            .iter()
-            .chain(&plan.flags_if_supported)
-            .map(|s| s.to_string()),
-    );
-    Ok(args)
+/// How `mimalloc-sys` compiled mimalloc in this build: `None` where it compiled nothing.
+struct Compilation {
+    compiler: &'static str,
+    /// Separated by the ASCII unit separator (`publish_compilation` in mimalloc-sys's build.rs).
+    args: &'static str,
+    translation_unit: &'static str,
+    include: &'static str,
 }
 
-/// The facts of the machine the floor runs on, built by the function the build script uses,
-/// from what rustc says of its host target (`rustc --print cfg`: the values cargo passes a
-/// build script as `CARGO_CFG_*`).
-fn host_target() -> Result<plan::Target, String> {
-    let rustc = |args: &[&str]| -> Result<String, String> {
-        let out = Command::new("rustc")
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run rustc: {e}"))?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    let version = rustc(&["-vV"])?;
-    let triple = version
-        .lines()
-        .find_map(|line| line.strip_prefix("host: "))
-        .ok_or("rustc -vV names no host")?;
-    let cfg = rustc(&["--print", "cfg"])?;
-    let values = |key: &str| {
-        let prefix = format!("{key}=\"");
-        let found: Vec<&str> = cfg
-            .lines()
-            .filter_map(|line| line.strip_prefix(&prefix)?.strip_suffix('"'))
-            .collect();
-        (!found.is_empty()).then(|| found.join(","))
-    };
-    plan::Target::from_cfg(triple, values)
+const COMPILATION: Option<Compilation> = match (
+    option_env!("MIMALLOC_SYS_COMPILER"),
+    option_env!("MIMALLOC_SYS_COMPILER_ARGS"),
+    option_env!("MIMALLOC_SYS_TRANSLATION_UNIT"),
+    option_env!("MIMALLOC_SYS_INCLUDE"),
+) {
+    (Some(compiler), Some(args), Some(translation_unit), Some(include)) => Some(Compilation {
+        compiler,
+        args,
+        translation_unit,
+        include,
+    }),
+    _ => None,
+};
+
+fn compilation() -> Result<&'static Compilation, String> {
+    COMPILATION
+        .as_ref()
+        .ok_or_else(|| "mimalloc-sys compiled nothing for this machine".to_owned())
 }
 
-/// Compiles mimalloc and the floor program into `dir`; returns the executable.
+/// The compiler arguments `mimalloc-sys` compiled its translation unit with in this build.
+fn mimalloc_sys_arguments() -> Result<Vec<&'static str>, String> {
+    Ok(compilation()?.args.split('\x1f').collect())
+}
+
+/// Compiles mimalloc and the floor program into `dir`; returns the executable. Only in a
+/// release build of the runner: `mimalloc-sys` is built in the runner's profile, and the floor
+/// is compared with drivers built in release.
 pub fn build(root: &Path, dir: &Path) -> Result<PathBuf, String> {
+    if env!("MIMALLOC_SYS_PROFILE") != "release" {
+        return Err(
+            "the C floor is compiled as mimalloc-sys is in the runner's own build, \
+                    which must be a release build: cargo run --release -p mimalloc-bench"
+                .into(),
+        );
+    }
+    let compilation = compilation()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let v3 = root.join("vendor/mimalloc/v3");
-    let includes = [
-        format!("-I{}", v3.join("include").display()),
-        format!("-I{}", v3.join("src").display()),
-    ];
     let object = dir.join("mimalloc.o");
     let exe = dir.join("floor");
-    let mut compile = Command::new("cc");
+    let mut compile = Command::new(compilation.compiler);
     compile
         .args(mimalloc_sys_arguments()?)
-        .args(&includes)
         .arg("-c")
-        .arg(v3.join("src/static.c"))
+        .arg(compilation.translation_unit)
         .arg("-o")
         .arg(&object);
     run(compile)?;
     // A separate translation unit, linked like the Rust drivers link `libmimalloc.a`: the
     // compiler cannot inline mimalloc into the loop, as it cannot in Rust.
-    let mut link = Command::new("cc");
+    let mut link = Command::new(compilation.compiler);
     link.args(["-O3", "-fPIC"])
-        .args(&includes)
+        .arg(format!("-I{}", compilation.include))
         .arg(root.join("bench/runner/floor/floor.c"))
         .arg(&object)
         .args(["-lpthread", "-o"])
@@ -120,19 +95,17 @@ mod tests {
     use super::mimalloc_sys_arguments;
 
     #[test]
-    fn the_floor_uses_the_release_defines_of_mimalloc_sys() {
+    fn the_floor_uses_the_arguments_of_mimalloc_sys() {
         let args = mimalloc_sys_arguments().unwrap();
-        for expected in ["-O3", "-DMI_DEBUG=0", "-DNDEBUG"] {
-            assert!(
-                args.iter().any(|a| a == expected),
-                "{expected} missing from {args:?}"
-            );
+        let include = super::compilation().unwrap().include;
+        for expected in ["-DMI_DEBUG=0", "-I", include] {
+            assert!(args.contains(&expected), "{expected} missing from {args:?}");
+        }
+        if env!("MIMALLOC_SYS_PROFILE") == "release" {
+            assert!(args.contains(&"-DNDEBUG"), "{args:?}");
         }
         if cfg!(all(target_os = "linux", target_env = "gnu")) {
-            assert!(
-                args.iter().any(|a| a == "-ftls-model=initial-exec"),
-                "{args:?}"
-            );
+            assert!(args.contains(&"-ftls-model=initial-exec"), "{args:?}");
         }
     }
 }

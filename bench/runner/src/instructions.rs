@@ -9,7 +9,7 @@ use crate::env;
 use crate::floor;
 use crate::options::Options;
 use crate::progress;
-use crate::report::markdown::{header, row};
+use crate::report::markdown_table::{header, row};
 use crate::variants::{PEER, Variant};
 use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};

@@ -120,13 +120,18 @@ fn a_product_off_the_convention_is_told_what_to_add() {
             );
         }
     }
-    let good = format!("{optional}[features]\nmimalloc = [\"dep:mimalloc\"]\n");
+}
+
+#[test]
+fn a_product_with_several_binaries_is_asked_which() {
+    let good = "[dependencies]\nmimalloc = { path = \"MIMALLOC\", optional = true }\n\
+                [features]\nmimalloc = [\"dep:mimalloc\"]\n";
     let two_bins = fixture(
         "two-bins",
         &format!(
             "{good}[[bin]]\nname = \"a\"\npath = \"src/main.rs\"\n[[bin]]\nname = \"b\"\npath = \"src/main.rs\"\n"
         ),
-        main,
+        "fn main() {}\n",
     );
     assert!(
         refusal(&runner(&[], &two_bins))
@@ -169,7 +174,14 @@ fn the_example_product_runs_on_every_variant_and_writes_its_reports() {
         String::from_utf8_lossy(&output.stderr)
     );
 
-    // Each build proved its allocator before it was measured.
+    assert_each_build_proved_its_allocator(&stdout);
+    assert_the_finding_ranks_every_variant(&stdout);
+    assert_one_sample_row_per_variant(&out);
+    assert_the_reports_name_every_variant(&out);
+}
+
+/// Each build proved its allocator before it was measured.
+fn assert_each_build_proved_its_allocator(stdout: &str) {
     let checked: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("checked: "))
@@ -188,6 +200,9 @@ fn the_example_product_runs_on_every_variant_and_writes_its_reports() {
         ),
         "{stdout}"
     );
+}
+
+fn assert_the_finding_ranks_every_variant(stdout: &str) {
     let finding = stdout
         .lines()
         .find(|l| l.starts_with("finding: fastest: "))
@@ -201,7 +216,9 @@ fn the_example_product_runs_on_every_variant_and_writes_its_reports() {
             "{stdout}"
         );
     }
+}
 
+fn assert_one_sample_row_per_variant(out: &Path) {
     let csv = std::fs::read_to_string(out.join("samples.csv")).expect("samples.csv");
     let mut lines = csv.lines();
     assert_eq!(
@@ -221,6 +238,9 @@ fn the_example_product_runs_on_every_variant_and_writes_its_reports() {
         assert!(numbers[0] > 1_000_000 && numbers[1] > 0, "{row:?}");
         assert!(numbers[2] > 1024 && numbers[3] > 0, "{row:?}");
     }
+}
+
+fn assert_the_reports_name_every_variant(out: &Path) {
     let markdown = std::fs::read_to_string(out.join("results.md")).expect("results.md");
     assert!(
         markdown.starts_with("# Product benchmark results\n\n**Finding:** fastest: "),

@@ -2,8 +2,8 @@
 //! channels, so every block is freed by a thread that did not allocate it (mimalloc's delayed
 //! free path, jemalloc's remote frees, glibc's arena locks).
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::sync::mpsc;
 use std::thread;
 

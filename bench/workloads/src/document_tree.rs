@@ -5,8 +5,8 @@
 //! time. It stands for services that decode a request or a config into a tree, use it and drop
 //! it.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::collections::BTreeMap;
 
 pub const WORKLOAD: Workload = Workload {

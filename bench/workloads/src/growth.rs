@@ -1,8 +1,8 @@
 //! Growth: `Vec`s and `String`s built by pushing, many at once and interleaved, so that each
 //! doubling goes through `realloc` and a block can rarely grow where it is.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "growth",

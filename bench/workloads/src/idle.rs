@@ -10,8 +10,8 @@
 //! `GLIBC_TUNABLES=glibc.malloc.mxfast=0` it comes back down to a few MiB). They stand for
 //! services that go quiet after a burst and keep running.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload};
+use seeded_rng::Rng;
 use std::hint::black_box;
 use std::thread;
 use std::time::{Duration, Instant};

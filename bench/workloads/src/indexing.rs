@@ -2,8 +2,8 @@
 //! dropped, as a search engine indexes a corpus: a short-lived `String` per token, a long-lived
 //! key per distinct word, and posting lists that grow.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::collections::HashMap;
 
 pub const WORKLOAD: Workload = Workload {

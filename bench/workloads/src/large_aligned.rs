@@ -2,8 +2,8 @@
 //! a few alive at once; and blocks with 64- to 4096-byte alignment are allocated and freed
 //! in a churn (SIMD buffers, cache-line-padded structures, page-aligned I/O buffers).
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "large-aligned",

@@ -8,8 +8,8 @@
 //! again. It stands for services that read requests, files or frames into large buffers, one
 //! after another, for as long as they run.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "large-reuse",

@@ -6,8 +6,8 @@
 //! and transparent huge pages change the count of faults by up to 512x. It stands for programs
 //! that read files or network payloads into large fresh buffers.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "large-touch",

@@ -13,7 +13,6 @@
 //! workloads never know which allocator serves them.
 
 pub mod driver;
-pub mod rng;
 
 mod cross_thread;
 mod document_tree;

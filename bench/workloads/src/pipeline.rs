@@ -6,8 +6,8 @@
 //! `producer-consumer` (two channels, one per consumer), messages reach a consumer along two
 //! paths. It stands for services that hand many requests between thread pools.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 

@@ -3,8 +3,8 @@
 //! document into an input value and building a decision value, as a policy engine does per
 //! request.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use serde_json::{Value, json};
 
 pub const WORKLOAD: Workload = Workload {

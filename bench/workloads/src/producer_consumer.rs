@@ -7,8 +7,8 @@
 //! travel one by one and the run is long enough to reach the steady state. It stands for
 //! services whose request threads hand work items to worker threads.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::sync::mpsc;
 use std::thread;
 

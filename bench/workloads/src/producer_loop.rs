@@ -2,8 +2,8 @@
 //! messages, one message per parse call on some passes and a batch per call on others, as the
 //! log viewer's producer loop does before handing messages on.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "producer-loop",

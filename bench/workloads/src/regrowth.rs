@@ -5,8 +5,8 @@
 //! sizes, and the blocks freed at each size are what the next lanes can reuse. It stands for
 //! request buffers and builders that are reused by rebuilding them.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 
 pub const WORKLOAD: Workload = Workload {
     name: "regrowth",

@@ -2,8 +2,8 @@
 //! key-value store in a `HashMap`, with a journal, receipts and bounded per-account histories
 //! churning `Vec`s, as a blockchain node replays blocks.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::collections::{BTreeMap, HashMap};
 
 pub const WORKLOAD: Workload = Workload {

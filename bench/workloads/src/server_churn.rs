@@ -2,8 +2,8 @@
 //! replaces random ones, as a server's request handlers do; between rounds the working sets
 //! change hands, so blocks allocated by one thread are freed by another.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::thread;
 
 pub const WORKLOAD: Workload = Workload {

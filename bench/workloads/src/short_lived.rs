@@ -4,8 +4,8 @@
 //! its first arenas, reading its options) and at exit counts, and its peak RSS is mostly what it
 //! committed up front.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use serde_json::Value;
 
 pub const WORKLOAD: Workload = Workload {

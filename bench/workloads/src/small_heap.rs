@@ -5,8 +5,8 @@
 //! allocator reuses them (and how many pages its heap of this size takes) decides both time and
 //! memory. It stands for caches and in-memory indexes.
 
-use crate::rng::Rng;
 use crate::{Outcome, Run, Scale, Timing, Workload, mix};
+use seeded_rng::Rng;
 use std::collections::HashMap;
 
 pub const WORKLOAD: Workload = Workload {

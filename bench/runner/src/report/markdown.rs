@@ -1,7 +1,8 @@
 //! The results as Markdown: the file `BENCHMARKS.md` is one of these, committed.
 
+use super::markdown_table::{header, row};
 use super::{COLUMNS, Pick, Report, Row, ratio};
-use std::fmt::{Display, Write};
+use std::fmt::Write;
 
 pub fn render(report: &Report) -> String {
     let mut out = preamble(report);
@@ -24,27 +25,6 @@ pub fn render(report: &Report) -> String {
     for w in 0..report.tasks.len() {
         out.push_str(&task(report, w));
     }
-    out
-}
-
-/// A Markdown table's header and separator rows: the `text` columns left-aligned, then the
-/// `numbers` columns right-aligned.
-pub fn header(text: &[&str], numbers: &[&str]) -> String {
-    let mut out = row(text.iter().chain(numbers));
-    out.push('|');
-    out.push_str(&"---|".repeat(text.len()));
-    out.push_str(&"---:|".repeat(numbers.len()));
-    out.push('\n');
-    out
-}
-
-/// One line of a Markdown table.
-pub fn row(cells: impl IntoIterator<Item = impl Display>) -> String {
-    let mut out = String::from("|");
-    for cell in cells {
-        let _ = write!(out, " {cell} |");
-    }
-    out.push('\n');
     out
 }
 
@@ -111,22 +91,4 @@ fn task(report: &Report, w: usize) -> String {
         out.push_str(&row(shown));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{header, row};
-
-    #[test]
-    fn names_align_left_and_numbers_right() {
-        assert_eq!(
-            header(&["allocator"], &["a", "b"]),
-            "| allocator | a | b |\n|---|---:|---:|\n"
-        );
-        assert_eq!(
-            header(&["name", "what"], &[]),
-            "| name | what |\n|---|---|\n"
-        );
-        assert_eq!(row(["x", "1.0"]), "| x | 1.0 |\n");
-    }
 }

@@ -1,6 +1,7 @@
 //! The results of a run, as the terminal table, Markdown, CSV and an SVG chart.
 
 pub mod markdown;
+pub mod markdown_table;
 pub mod svg;
 pub mod table;
 pub mod targets;

@@ -9,7 +9,8 @@
 //! [`QUIET_LIMIT_MIB`]), with the moonshot of at most [`QUIET_MOONSHOT_MIB`] above the system
 //! allocator's. Shown whenever some workload reported the figure: it needs no peer.
 
-use super::{Report, markdown, mib, ratio};
+use super::markdown_table::{header, row};
+use super::{Report, mib, ratio};
 use crate::stats::geometric_mean;
 use crate::variants::{PEER, PEER_SAFE, SYSTEM};
 use std::fmt::Write;
@@ -181,7 +182,7 @@ fn standings(report: &Report, lines: &[String]) -> String {
     }
     for v in candidates(report) {
         let _ = write!(out, "\n### `{}`\n\n", report.allocators[v].name);
-        out.push_str(&markdown::header(
+        out.push_str(&header(
             &["workload"],
             &[
                 "vs faster peer",
@@ -193,7 +194,7 @@ fn standings(report: &Report, lines: &[String]) -> String {
         ));
         for (w, task) in report.tasks.iter().enumerate() {
             let s = standing(report, w, v).unwrap_or_default();
-            out.push_str(&markdown::row([
+            out.push_str(&row([
                 task.name.clone(),
                 ratio(s.vs_faster_peer),
                 ratio(s.rss_vs_leaner_peer),
