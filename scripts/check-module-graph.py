@@ -3,6 +3,7 @@
 
     python3 scripts/check-module-graph.py [SRC_DIR ...]  (default: mimalloc/src)
     python3 scripts/check-module-graph.py --layers ARCHITECTURE.md
+    python3 scripts/check-module-graph.py --own-sources FILE.rs ...  (no `#[path]` into another crate)
     python3 scripts/check-module-graph.py --self-test   (it finds what it should)
 
 Builds the graph "module A names module B" from every `use` and every `crate::`/`super::`/
@@ -291,6 +292,39 @@ def check_layers(document):
     sys.exit(1 if failed else 0)
 
 
+def crate_of(path):
+    """The directory of the manifest that owns `path`."""
+    for directory in Path(path).resolve().parents:
+        if (directory / "Cargo.toml").exists():
+            return directory
+    return None
+
+
+def foreign_paths(files):
+    """`#[path]` attributes that reach into another crate's sources: `(file, target)`."""
+    found = []
+    for file in map(Path, files):
+        for target in re.findall(r'#\[path\s*=\s*"([^"]+)"\]', strip_comments_keep_strings(file)):
+            if crate_of(file.parent / target) != crate_of(file):
+                found.append((str(file), target))
+    return found
+
+
+def strip_comments_keep_strings(file):
+    text = file.read_text()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def check_own_sources(files):
+    found = foreign_paths(files)
+    for file, target in found:
+        print(f"{file}: #[path = \"{target}\"] includes another crate's source", file=sys.stderr)
+    if not found:
+        print(f"{len(files)} files: no #[path] into another crate")
+    sys.exit(1 if found else 0)
+
+
 SELF_TEST_CRATES = {
     "siblings": (
         {"lib.rs": "mod a;\nmod b;\n", "a.rs": "use crate::b::B;\npub struct A;\n",
@@ -333,6 +367,7 @@ def self_test():
         failures += not ok
         print(f"{'ok' if ok else 'FAILED'}: {name}: {got or 'no circle'}")
     failures += layering_self_test()
+    failures += own_sources_self_test()
     sys.exit(1 if failures else 0)
 
 
@@ -377,11 +412,28 @@ def layering_self_test():
     return failures
 
 
+def own_sources_self_test():
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"a/Cargo.toml": "", "a/src/lib.rs": '#[path = "../../b/src/x.rs"]\nmod x;\n',
+                 "a/tests/t.rs": '#[path = "../src/y.rs"]\nmod y;\n',
+                 "b/Cargo.toml": "", "b/src/x.rs": "", "a/src/y.rs": ""}
+        for path, text in files.items():
+            (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / path).write_text(text)
+        got = foreign_paths([Path(tmp) / "a/src/lib.rs", Path(tmp) / "a/tests/t.rs"])
+    ok = [target for _, target in got] == ["../../b/src/x.rs"]
+    print(f"{'ok' if ok else 'FAILED'}: #[path] into another crate: {got}")
+    return not ok
+
+
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
     if sys.argv[1:2] == ["--layers"]:
         return check_layers(sys.argv[2])
+    if sys.argv[1:2] == ["--own-sources"]:
+        return check_own_sources(sys.argv[2:])
     failed = False
     for src in map(Path, sys.argv[1:] or ["mimalloc/src"]):
         count, found = check(src, quiet=True)

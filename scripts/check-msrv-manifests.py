@@ -21,6 +21,7 @@ DEFAULT_MANIFESTS = [
     "mimalloc/Cargo.toml",
     "tests/Cargo.toml",
     "tests/rng/Cargo.toml",
+    "tests/plugin-recipe/Cargo.toml",
     "tests/plugin/Cargo.toml",
     "tests/no-std-product/Cargo.toml",
     "examples/product/Cargo.toml",

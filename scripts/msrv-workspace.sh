@@ -57,7 +57,7 @@ MAIN
 # cannot run cargo where the cross binaries run). The `[workspace.*]` tables stay out: Cargo
 # 1.63 cannot read them, and the MSRV crates do not inherit from them.
 {
-  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc-sys/cfgs", "mimalloc", "tests", "tests/rng", "tests/plugin", "product", "no-os-product"]\n'
+  printf '[workspace]\nmembers = ["mimalloc-sys", "mimalloc-sys/cfgs", "mimalloc", "tests", "tests/rng", "tests/plugin-recipe", "tests/plugin", "product", "no-os-product"]\n'
   printf 'resolver = "2"\n\n'
   sed -n '/^\[profile/,$p' "$root/Cargo.toml"
 } >"$ws/Cargo.toml"

@@ -21,8 +21,8 @@ use mimalloc_sys as ffi;
 /// the heap to transparent huge pages first, or be advised for them itself with `madvise`, and
 /// may start the background purge); where `dealloc` takes mimalloc 3's small-page path, a
 /// `realloc` into a small layout from a block of a larger page moves the block (allocate, copy,
-/// free); and on 32-bit targets a request above 2 GiB - 4 MiB returns null without calling
-/// mimalloc (docs/known-issues.md). [`Heap`] and the `Allocator` impls take the same paths.
+/// free); and on 32-bit targets a request beyond the largest block mimalloc 3.6.0 serves there
+/// returns null without calling mimalloc (the bound: docs/known-issues.md). [`Heap`] and the `Allocator` impls take the same paths.
 /// Every valid [`Layout`] is accepted: a request mimalloc cannot satisfy (a size near
 /// `isize::MAX`, an alignment larger than the address space allows) returns null, which the
 /// standard collections turn into `handle_alloc_error` or a `try_reserve` error.

@@ -194,8 +194,8 @@ impl Arena {
 
 /// Where mimalloc 3 wants a caller's region to start, which the region must still be able to
 /// hold from there: `mi_arena_min_alignment()`, mimalloc's own `MI_ARENA_ALIGNMENT` for this
-/// build (the page metadata's alignment, 256 MiB or 32 MiB on 32-bit targets, where `free`
-/// masks the pointer; one arena slice, 64 KiB or 32 KiB, where it reads the page map), so
+/// build (the page metadata's alignment where `free` masks the pointer, docs/known-issues.md;
+/// one arena slice, 64 KiB or 32 KiB, where it reads the page map), so
 /// nothing here restates the C constants. mimalloc 3.6.0 aligns the start itself too, and its
 /// debug builds do not assert that the caller did (`tests/tests/arena.rs`'s misaligned region
 /// passes a `debug` build without this step): aligning here first only refuses a region too

@@ -108,9 +108,9 @@ fn plain_size(layout: Layout) -> Option<usize> {
 }
 
 /// Whether `layout` is beyond the largest block the vendored mimalloc can serve without
-/// crashing: in the builds where mimalloc 3.6.0 rounds a request above 2 GiB - 4 MiB up to a
-/// 2 GiB block and then faults building its free list, where it should return null
-/// (docs/known-issues.md; `tests/tests/upstream_bugs.rs` keeps the canary). mimalloc-sys's
+/// crashing: in the builds where mimalloc 3.6.0 faults on a request near 2 GiB where it should
+/// return null (the bound and the fault: docs/known-issues.md; `tests/tests/upstream_bugs.rs`
+/// keeps the canary). mimalloc-sys's
 /// build plan says which builds those are, and why, and publishes it as
 /// `cfg(mimalloc_large_request_cap)`: mimalloc 3 on 32-bit targets, but for `secure` builds
 /// (`MI_SECURE`), which serve such a block, and it can be written through. There such requests

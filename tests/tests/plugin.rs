@@ -13,11 +13,8 @@
 //! that is set (`scripts/cross-test.sh` pre-builds it: no cargo where cross binaries run), and
 //! is otherwise built with cargo, with this build's mimalloc features.
 
-#[path = "../plugin/src/recipe.rs"]
-mod recipe;
-
 use mimalloc_tests::{emulator, is_child, run_child_with_timeout};
-use recipe::{checksum, Block, KEPT, WORKERS};
+use plugin_recipe::{checksum, Block, KEPT, WORKERS};
 use std::os::raw::{c_char, c_int};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -108,9 +108,8 @@ fn child_v2_reserving_an_arena_as_the_first_call_crashes() {
     );
 }
 
-/// mimalloc 3.6.0 on 32-bit targets: a request above 2 GiB - 4 MiB is rounded up to a 2 GiB
-/// block, and building that block's free list faults (`mi_page_free_list_extend`) where null
-/// should come back; 3.3.2 served such requests. The safe crate refuses them
+/// mimalloc 3.6.0 on 32-bit targets: a request beyond the bound in docs/known-issues.md faults
+/// building its block's free list (`mi_page_free_list_extend`) where null should come back. The safe crate refuses them
 /// (`route::beyond_largest`), so `MiMalloc` returns null; raw `mi_malloc` still crashes.
 /// `secure` builds serve such a block (writable to its end, checked in a C program on i686), so
 /// neither the refusal nor the canary applies to them. mimalloc-sys's build plan decides where

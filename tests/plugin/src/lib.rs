@@ -7,9 +7,8 @@
 
 #[cfg(feature = "profile")]
 mod profile;
-mod recipe;
 
-use recipe::{checksum, Block, KEPT, WORKERS};
+use plugin_recipe::{checksum, Block, KEPT, WORKERS};
 use std::os::raw::{c_int, c_void};
 use std::thread;
 
@@ -18,7 +17,7 @@ mimalloc::assign_global!();
 /// Allocates `blocks` blocks on the calling thread and `blocks` on each of `WORKERS` threads
 /// it starts; each worker hashes and frees a share of the caller's blocks, and the caller hashes
 /// and frees the workers' after they have exited. Returns the checksum of every block (see
-/// `recipe.rs`), for the host to compare.
+/// `plugin-recipe`), for the host to compare.
 #[no_mangle]
 pub extern "C" fn plugin_work(seed: u64, blocks: u32) -> u64 {
     abort_on_panic(|| work(seed, blocks))

@@ -1,6 +1,6 @@
-//! What the plugin allocates, and how its memory is summed. Shared by path with
-//! `tests/tests/plugin.rs`, which rebuilds every block in the host's (system) memory to know the
-//! checksum the plugin must return: a block that mimalloc corrupted, lost or handed out twice
+//! What the plugin of `tests/plugin` allocates, and how its memory is summed. A crate of its own,
+//! used by the plugin and by `tests/tests/plugin.rs`, which rebuilds every block in the host's
+//! (system) memory to know the checksum the plugin must return: a block that mimalloc corrupted, lost or handed out twice
 //! while it travelled between threads changes the plugin's sum, not the host's.
 
 /// Block sizes in words: from one word to 2.4 MB, so that small, medium, large and huge pages
