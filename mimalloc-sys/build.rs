@@ -271,8 +271,8 @@ fn link(plan: &Plan) {
 /// `build/plan.rs`) as cfgs of this crate, and as `DEP_MIMALLOC_CFGS` for direct dependants'
 /// build scripts: the cfgs that hold, comma-separated (`mimalloc_runs,mimalloc_small_free,...`),
 /// which the `mimalloc` crate's and the tests' build scripts pass on as they find them, with no
-/// list of their own (the `mimalloc-sys-cfgs` crate, `cfgs/` here, reads this format). Where mimalloc does not run nothing is published, not even
-/// `mimalloc_runs`. Dependants also read `DEP_MIMALLOC_INCLUDE` (to compile C code against the
+/// list of their own (the `mimalloc-sys-cfgs` crate, `cfgs/` here, reads this format). Where
+/// mimalloc does not run nothing is published, not even `mimalloc_runs`. Dependants also read `DEP_MIMALLOC_INCLUDE` (to compile C code against the
 /// same headers) and `DEP_MIMALLOC_VERSION` (e.g. `30600` for 3.6.0, as `MI_MALLOC_VERSION`).
 fn publish_metadata(sources: &Sources, plan: &Plan) {
     for published in &plan.published {
