@@ -15,6 +15,9 @@
 //!   each step frees a random block and allocates a new one of a random size, writing its
 //!   first and last byte and reading the freed one's (the small-object churn of server code);
 //! - `churn-2-threads`: the same on two threads at once, each with its own working set.
+//! - `pair-settling`: `pair` with a window of 0 (`tracking::set_window(Some(0))`), so that every
+//!   call of `Tracking` takes its slow path and settles with the process-wide figures: the cost
+//!   of that path, which the other workloads reach only when a thread's change leaves its window.
 //!
 //! - `churn-filled`: `churn`, but every new block is filled (memset) and every freed one read
 //!   at both ends, as the benchmark's `server-churn` workload does with `vec![tag; len]`.
@@ -29,7 +32,7 @@
 //! setup. Instruction counts are deterministic; they are not time.
 
 use mimalloc::budget::{self, Usage};
-use mimalloc::{MiMalloc, Tracking};
+use mimalloc::{tracking, MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::process::Command;
 
@@ -171,6 +174,17 @@ fn churn_2_threads_scoped(steps: usize) -> usize {
     mine.wrapping_add(other.join().unwrap())
 }
 
+/// Runs `work` with a window of 0, the thread's taken at once (publishing opens its next one),
+/// then restores the default.
+fn settling(work: impl FnOnce() -> usize) -> usize {
+    tracking::set_window(Some(0));
+    tracking::publish();
+    let result = work();
+    tracking::set_window(None);
+    tracking::publish();
+    result
+}
+
 struct Workload {
     name: &'static str,
     steps: usize,
@@ -220,6 +234,13 @@ const WORKLOADS: &[Workload] = &[
         plain: |n| churn_2_threads(&PLAIN, n),
         tracking: |n| churn_2_threads(&TRACKING, n),
         scoped: churn_2_threads_scoped,
+    },
+    Workload {
+        name: "pair-settling",
+        steps: 2_000_000,
+        plain: |n| pair(&PLAIN, n),
+        tracking: |n| settling(|| pair(&TRACKING, n)),
+        scoped: |n| settling(|| scoped(|| pair(&TRACKING, n))),
     },
 ];
 
