@@ -24,15 +24,23 @@ impl Drop for ExitFlush {
 }
 
 /// Runs `f` on the calling thread's state: for the hot path, and for reads that never settle.
+/// The closure given to `LocalKey::with` only takes the address, so that `with` is inlined to
+/// a plain thread-local address whatever `f` is (a big `f` would keep it out of line, behind a
+/// call through the key's accessor).
 #[inline(always)]
 pub(super) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
-    LOCAL.with(f)
+    let local = LOCAL.with(|local| local as *const Local);
+    // SAFETY: a const-initialized thread-local of a type without `Drop` is a plain
+    // `#[thread_local]` static on the targets of this module (see above): the calling thread's
+    // `Local` is never destroyed and lives as long as the thread, which runs `f`; it is all
+    // cells, so shared references to it may coexist (a nested call through the allocator).
+    f(unsafe { &*local })
 }
 
 /// Runs `f` on the calling thread's state once its exit flush is registered: every call that
 /// may settle comes through here.
 pub(super) fn with_registered<R>(f: impl FnOnce(&Local) -> R) -> R {
-    LOCAL.with(|local| {
+    with_local(|local| {
         local.register_exit_flush(|| EXIT_FLUSH.try_with(|_| ()).is_ok());
         f(local)
     })
