@@ -93,7 +93,7 @@ fn give_slow(size: usize) {
 #[cold]
 #[inline(never)]
 fn settle_free(size: usize) {
-    thread::with_registered(|local| local.settle_free(size));
+    thread::with_local(|local| local.settle_free(size));
 }
 
 /// The slow path of a thread whose budget scope keeps its window aside: takes `bytes` from
@@ -126,19 +126,19 @@ fn settled(bytes: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
 #[cold]
 #[inline(never)]
 fn untake_scoped(bytes: usize) {
-    thread::with_registered(|local| local.untake_scoped(bytes));
+    thread::with_local(|local| local.untake_scoped(bytes));
 }
 
 #[cold]
 #[inline(never)]
 fn reserve(bytes: usize) -> bool {
-    thread::with_registered(|local| local.reserve(bytes))
+    thread::with_local(|local| local.reserve(bytes))
 }
 
 #[cold]
 #[inline(never)]
 fn reserved(bytes: usize, succeeded: bool) {
-    thread::with_registered(|local| local.reserved(bytes, succeeded));
+    thread::with_local(|local| local.reserved(bytes, succeeded));
 }
 
 impl<A: GlobalAlloc> Tracking<A> {

@@ -10,8 +10,9 @@
 //! thread's figures goes through `own`, so neither ever sees the closed window.
 //!
 //! **Life.** A thread starts [`State::Fresh`], with a closed window, so that its first call
-//! comes to the slow path. Before anything can settle, the storage ([`super::thread`]) runs
-//! [`Local::register_exit_flush`]; only a thread whose exit flush is registered buffers in a
+//! comes to the slow path. Before anything settles, [`Local::settle`] registers the thread's
+//! exit flush with the storage's mechanism ([`super::thread`] hands it to [`Local::new`]), so no
+//! path that settles can forget it; only a thread whose exit flush is registered buffers in a
 //! window ([`State::Buffering`]). After the exit flush, and where it could not be registered,
 //! the thread settles every call ([`State::Unbuffered`]), so that nothing is left in a window
 //! that no one will flush.
@@ -54,10 +55,21 @@ pub(super) struct Local {
     published: Cell<bool>,
     /// Calls of [`Local::poll_due`], counted to its `every`.
     polls: Cell<u32>,
+    /// The storage's way to have [`Local::exit`] run when the thread exits; `false` if it
+    /// cannot. Kept here, not called by the storage, so that registering is part of settling
+    /// and the slow paths need no second kind of access to the thread's state.
+    register: fn(&Local) -> bool,
+}
+
+/// The `register` of a state that must never register (it is never called: see
+/// [`Local::unbuffered`]).
+fn registers_nothing(_: &Local) -> bool {
+    false
 }
 
 impl Local {
-    pub(super) const fn new() -> Self {
+    /// A fresh thread's state; `register` arranges for [`Local::exit`] to run at thread exit.
+    pub(super) const fn new(register: fn(&Local) -> bool) -> Self {
         Local {
             window: Window::closed(),
             stash: Window::closed(),
@@ -67,6 +79,7 @@ impl Local {
             peak: Cell::new(0),
             published: Cell::new(false),
             polls: Cell::new(0),
+            register,
         }
     }
 
@@ -76,7 +89,7 @@ impl Local {
     pub(super) const fn unbuffered() -> Self {
         Local {
             state: Cell::new(State::Unbuffered),
-            ..Local::new()
+            ..Local::new(registers_nothing)
         }
     }
 
@@ -92,13 +105,12 @@ impl Local {
         self.window.try_give(size)
     }
 
-    /// Registers the thread's exit flush with `register` (the storage's mechanism; `false` if
-    /// it cannot), once: the step from [`State::Fresh`] to buffering.
+    /// Registers the thread's exit flush, once: the step from [`State::Fresh`] to buffering.
     #[inline]
-    pub(super) fn register_exit_flush(&self, register: impl FnOnce() -> bool) {
+    fn register_exit_flush(&self) {
         if self.state.get() == State::Fresh {
             self.state.set(State::Registering);
-            let registered = register();
+            let registered = (self.register)(self);
             self.state.set(if registered {
                 State::Buffering
             } else {
@@ -194,11 +206,7 @@ impl Local {
     /// opens the own window afresh (closed unless `rebuffer` and buffering). `false` if the
     /// reservation was refused; the change is published either way.
     fn settle(&self, alloc: usize, free: usize, rebuffer: bool) -> bool {
-        debug_assert!(
-            self.state.get() != State::Fresh,
-            "settling before the exit flush is registered (every slow path comes through \
-             thread::with_registered)"
-        );
+        self.register_exit_flush();
         let own = self.own();
         let change = own.change().wrapping_sub(free);
         let buffering = rebuffer && self.state.get() == State::Buffering;
@@ -240,8 +248,11 @@ impl Local {
         self.state.set(State::Unbuffered);
     }
 
-    /// Selects `scope` for the thread (or none), returning the one it replaces.
+    /// Selects `scope` for the thread (or none), returning the one it replaces. The exit flush
+    /// is registered first, outside any scope: registering may allocate, which the scope must
+    /// not be charged for.
     pub(super) fn select(&self, scope: Option<Usage>) -> Option<Usage> {
+        self.register_exit_flush();
         let previous = self.scope.get();
         match (previous.is_some(), scope.is_some()) {
             (false, true) => {

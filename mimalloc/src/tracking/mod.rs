@@ -236,7 +236,7 @@ pub fn thread_stats() -> ThreadStats {
 /// assert_eq!(tracking::stats().live_bytes, 0);
 /// ```
 pub fn flush() {
-    thread::with_registered(|local| local.flush());
+    thread::with_local(|local| local.flush());
 }
 
 /// Publishes the calling thread's buffered change, like [`flush`], but keeps its grant: for a
@@ -258,7 +258,7 @@ pub fn flush() {
 /// unsafe { tracking.dealloc(p, layout) };
 /// ```
 pub fn publish() {
-    thread::with_registered(|local| local.publish());
+    thread::with_local(|local| local.publish());
 }
 
 /// Restarts the process-wide peak at the current live bytes, and the calling thread's peak at
@@ -364,10 +364,9 @@ pub fn take_published() -> bool {
 }
 
 /// Selects `scope` for the calling thread (or none), returning the one it replaces: the
-/// mechanism under [`crate::budget`]. The exit flush is registered first, outside any scope
-/// (registering may allocate).
+/// mechanism under [`crate::budget`].
 pub(crate) fn select_scope(scope: Option<Usage>) -> Option<Usage> {
-    thread::with_registered(|local| local.select(scope))
+    thread::with_local(|local| local.select(scope))
 }
 
 /// The calling thread's selected scope and what it has been charged so far.
