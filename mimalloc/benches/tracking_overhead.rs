@@ -11,6 +11,7 @@
 //! `__rust_alloc` shim all would share):
 //!
 //! - `pair`: allocate a 32-byte block, write it, free it: the tightest alloc+free loop;
+//! - `pair-zeroed`: the same with `alloc_zeroed`;
 //! - `churn`: a larson-style working set of 2,000 blocks of 8-512 bytes (2% of 1-16 KiB);
 //!   each step frees a random block and allocates a new one of a random size, writing its
 //!   first and last byte and reading the freed one's (the small-object churn of server code);
@@ -92,12 +93,22 @@ fn sink(x: usize) {
 }
 
 fn pair<A: GlobalAlloc>(a: &A, steps: usize) -> usize {
+    pair_with(a, steps, false)
+}
+
+/// Inlined, so that `zeroed` is a constant in each loop.
+#[inline(always)]
+fn pair_with<A: GlobalAlloc>(a: &A, steps: usize, zeroed: bool) -> usize {
     let layout = Layout::from_size_align(32, 8).unwrap();
     let mut sum = 0usize;
     for i in 0..steps {
         // SAFETY: non-zero size; written within bounds; freed once with the same layout.
         unsafe {
-            let p = a.alloc(layout);
+            let p = if zeroed {
+                a.alloc_zeroed(layout)
+            } else {
+                a.alloc(layout)
+            };
             assert!(!p.is_null());
             p.write(i as u8);
             sum = sum.wrapping_add(std::ptr::read_volatile(p) as usize);
@@ -213,6 +224,13 @@ const WORKLOADS: &[Workload] = &[
         plain: |n| pair(&PLAIN, n),
         tracking: |n| pair(&TRACKING, n),
         scoped: |n| scoped(|| pair(&TRACKING, n)),
+    },
+    Workload {
+        name: "pair-zeroed",
+        steps: 20_000_000,
+        plain: |n| pair_with(&PLAIN, n, true),
+        tracking: |n| pair_with(&TRACKING, n, true),
+        scoped: |n| scoped(|| pair_with(&TRACKING, n, true)),
     },
     Workload {
         name: "churn",
