@@ -89,6 +89,28 @@ fn give_slow(size: usize) {
 }
 
 impl<A: GlobalAlloc> Tracking<A> {
+    /// `alloc` and `alloc_zeroed`, one body: `zeroed` is a constant in each, so each compiles
+    /// to its own hot path.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[inline(always)]
+    unsafe fn alloc_hot(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        let size = layout.size();
+        if try_take(size) {
+            // SAFETY: the caller's contract, forwarded.
+            let p = unsafe { self.inner_alloc(layout, zeroed) };
+            if p.is_null() {
+                give_slow(size);
+            }
+            p
+        } else {
+            // SAFETY: as above.
+            unsafe { self.alloc_slow(layout, zeroed) }
+        }
+    }
+
     /// `alloc` or `alloc_zeroed` past the window (or on a thread with a budget scope
     /// selected), in one access to the thread's state, whose `take_slow` decides. Its own
     /// function, taking no closure: a closure's captures would be written to the stack on the
@@ -192,34 +214,14 @@ impl<A: GlobalAlloc> Tracking<A> {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracking<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let size = layout.size();
-        if try_take(size) {
-            // SAFETY: the caller's contract for `alloc`, forwarded.
-            let p = unsafe { self.inner.alloc(layout) };
-            if p.is_null() {
-                give_slow(size);
-            }
-            p
-        } else {
-            // SAFETY: as above.
-            unsafe { self.alloc_slow(layout, false) }
-        }
+        // SAFETY: the caller's contract for `alloc`, forwarded.
+        unsafe { self.alloc_hot(layout, false) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let size = layout.size();
-        if try_take(size) {
-            // SAFETY: the caller's contract for `alloc_zeroed`, forwarded.
-            let p = unsafe { self.inner.alloc_zeroed(layout) };
-            if p.is_null() {
-                give_slow(size);
-            }
-            p
-        } else {
-            // SAFETY: as above.
-            unsafe { self.alloc_slow(layout, true) }
-        }
+        // SAFETY: the caller's contract for `alloc_zeroed`, forwarded.
+        unsafe { self.alloc_hot(layout, true) }
     }
 
     #[inline]
