@@ -82,8 +82,9 @@
 mod allocator;
 mod books;
 mod local;
-// `budget` re-exports `Usage`, its public face.
-pub(crate) mod usage;
+// The one way in for `crate::budget`, besides this module's public API.
+pub(crate) mod thread_budget;
+mod usage;
 mod window;
 
 #[cfg(not(all(windows, any(target_env = "gnu", target_vendor = "win7"))))]
@@ -119,7 +120,6 @@ compile_error!(
 );
 
 pub use allocator::Tracking;
-use usage::Usage;
 
 /// The default of [`set_window`]: 64 KiB.
 pub const DEFAULT_WINDOW: usize = books::DEFAULT_WINDOW;
@@ -361,20 +361,4 @@ pub fn window() -> usize {
 /// ```
 pub fn take_published() -> bool {
     thread::with_local(|local| local.take_published())
-}
-
-/// Selects `scope` for the calling thread (or none), returning the one it replaces: the
-/// mechanism under [`crate::budget`].
-pub(crate) fn select_scope(scope: Option<Usage>) -> Option<Usage> {
-    thread::with_local(|local| local.select(scope))
-}
-
-/// The calling thread's selected scope and what it has been charged so far.
-pub(crate) fn selected_scope() -> Option<Usage> {
-    thread::with_local(|local| local.selected())
-}
-
-/// Whether [`crate::budget::poll`] should check for real now (`Local::poll_due`).
-pub(crate) fn poll_due(every: u32) -> bool {
-    thread::with_local(|local| local.poll_due(every))
 }
