@@ -11,10 +11,14 @@
 //! `__rust_alloc` shim all would share):
 //!
 //! - `pair`: allocate a 32-byte block, write it, free it: the tightest alloc+free loop;
+//! - `pair-zeroed`: the same with `alloc_zeroed`;
 //! - `churn`: a larson-style working set of 2,000 blocks of 8-512 bytes (2% of 1-16 KiB);
 //!   each step frees a random block and allocates a new one of a random size, writing its
 //!   first and last byte and reading the freed one's (the small-object churn of server code);
 //! - `churn-2-threads`: the same on two threads at once, each with its own working set.
+//! - `pair-settling`: `pair` with a window of 0 (`tracking::set_window(Some(0))`), so that every
+//!   call of `Tracking` takes its slow path and settles with the process-wide figures: the cost
+//!   of that path, which the other workloads reach only when a thread's change leaves its window.
 //!
 //! - `churn-filled`: `churn`, but every new block is filled (memset) and every freed one read
 //!   at both ends, as the benchmark's `server-churn` workload does with `vec![tag; len]`.
@@ -29,7 +33,7 @@
 //! setup. Instruction counts are deterministic; they are not time.
 
 use mimalloc::budget::{self, Usage};
-use mimalloc::{MiMalloc, Tracking};
+use mimalloc::{tracking, MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::process::Command;
 
@@ -89,12 +93,22 @@ fn sink(x: usize) {
 }
 
 fn pair<A: GlobalAlloc>(a: &A, steps: usize) -> usize {
+    pair_with(a, steps, false)
+}
+
+/// Inlined, so that `zeroed` is a constant in each loop.
+#[inline(always)]
+fn pair_with<A: GlobalAlloc>(a: &A, steps: usize, zeroed: bool) -> usize {
     let layout = Layout::from_size_align(32, 8).unwrap();
     let mut sum = 0usize;
     for i in 0..steps {
         // SAFETY: non-zero size; written within bounds; freed once with the same layout.
         unsafe {
-            let p = a.alloc(layout);
+            let p = if zeroed {
+                a.alloc_zeroed(layout)
+            } else {
+                a.alloc(layout)
+            };
             assert!(!p.is_null());
             p.write(i as u8);
             sum = sum.wrapping_add(std::ptr::read_volatile(p) as usize);
@@ -171,6 +185,17 @@ fn churn_2_threads_scoped(steps: usize) -> usize {
     mine.wrapping_add(other.join().unwrap())
 }
 
+/// Runs `work` with a window of 0, the thread's taken at once (publishing opens its next one),
+/// then restores the default.
+fn settling(work: impl FnOnce() -> usize) -> usize {
+    tracking::set_window(Some(0));
+    tracking::publish();
+    let result = work();
+    tracking::set_window(None);
+    tracking::publish();
+    result
+}
+
 struct Workload {
     name: &'static str,
     steps: usize,
@@ -201,6 +226,13 @@ const WORKLOADS: &[Workload] = &[
         scoped: |n| scoped(|| pair(&TRACKING, n)),
     },
     Workload {
+        name: "pair-zeroed",
+        steps: 20_000_000,
+        plain: |n| pair_with(&PLAIN, n, true),
+        tracking: |n| pair_with(&TRACKING, n, true),
+        scoped: |n| scoped(|| pair_with(&TRACKING, n, true)),
+    },
+    Workload {
         name: "churn",
         steps: 10_000_000,
         plain: |n| churn(&PLAIN, n, 1),
@@ -220,6 +252,13 @@ const WORKLOADS: &[Workload] = &[
         plain: |n| churn_2_threads(&PLAIN, n),
         tracking: |n| churn_2_threads(&TRACKING, n),
         scoped: churn_2_threads_scoped,
+    },
+    Workload {
+        name: "pair-settling",
+        steps: 2_000_000,
+        plain: |n| pair(&PLAIN, n),
+        tracking: |n| settling(|| pair(&TRACKING, n)),
+        scoped: |n| settling(|| scoped(|| pair(&TRACKING, n))),
     },
 ];
 

@@ -69,9 +69,9 @@
 //! }
 //! ```
 
-pub use crate::tracking::usage::Usage;
+pub use crate::tracking::thread_budget::Usage;
 
-use crate::tracking;
+use crate::tracking::{self, thread_budget};
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -102,7 +102,7 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 /// }
 /// ```
 pub fn scope<R>(usage: &mut Usage, f: impl FnOnce() -> R) -> R {
-    let previous = tracking::select_scope(Some(*usage));
+    let previous = thread_budget::select(Some(*usage));
     let _restore = Restore {
         usage: Some(usage),
         previous,
@@ -133,7 +133,7 @@ pub fn scope<R>(usage: &mut Usage, f: impl FnOnce() -> R) -> R {
 /// }
 /// ```
 pub fn unowned<R>(f: impl FnOnce() -> R) -> R {
-    let previous = tracking::select_scope(None);
+    let previous = thread_budget::select(None);
     let _restore = Restore {
         usage: None,
         previous,
@@ -152,7 +152,7 @@ pub fn unowned<R>(f: impl FnOnce() -> R) -> R {
 /// budget::scope(&mut usage, || assert_eq!(budget::current(), Some(Usage::new())));
 /// ```
 pub fn current() -> Option<Usage> {
-    tracking::selected_scope()
+    thread_budget::selected()
 }
 
 /// Selects the previous scope again when a [`scope`] or [`unowned`] closure returns or
@@ -164,7 +164,7 @@ struct Restore<'a> {
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        let mine = tracking::select_scope(self.previous);
+        let mine = thread_budget::select(self.previous);
         if let (Some(usage), Some(mine)) = (self.usage.as_deref_mut(), mine) {
             *usage = mine;
         }
@@ -268,7 +268,7 @@ pub fn check() -> Result<(), OverLimit> {
 /// }
 /// ```
 pub fn poll() -> Result<(), OverLimit> {
-    if SOFT_LIMIT.load(Relaxed) == NO_LIMIT || !tracking::poll_due(POLL_EVERY) {
+    if SOFT_LIMIT.load(Relaxed) == NO_LIMIT || !thread_budget::poll_due(POLL_EVERY) {
         return Ok(());
     }
     check()

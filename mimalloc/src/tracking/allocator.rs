@@ -1,12 +1,12 @@
 //! `Tracking<A>`: the `GlobalAlloc` that keeps the books around `A`. The hot path is one
 //! compare on the thread's window (`Local::try_take`, `Local::try_give`) around the call into
-//! `A`; everything else is a cold function that hands the call to the thread's
-//! [`Local`](super::local::Local).
+//! `A`; everything else is a cold function that hands the whole call, in one access to the
+//! thread's state, to the thread's [`Local`](super::local::Local), which decides how to book it.
 
+use super::local::Local;
 use super::thread;
 use crate::MiMalloc;
 use core::alloc::{GlobalAlloc, Layout};
-use core::ptr;
 
 /// A `GlobalAlloc` that counts the bytes allocated through it, process-wide and per thread,
 /// and can refuse allocations beyond a process-wide limit.
@@ -72,7 +72,7 @@ fn try_take(size: usize) -> bool {
     thread::with_local(|local| local.try_take(size))
 }
 
-/// The hot path of a free: gives `size` bytes back to the window, or settles.
+/// The hot path of a free: gives `size` bytes back to the window, or takes the slow path.
 #[inline(always)]
 fn give(size: usize) {
     if !thread::with_local(|local| local.try_give(size)) {
@@ -81,70 +81,42 @@ fn give(size: usize) {
 }
 
 /// A free past the window (or on a thread with a budget scope selected), and the bytes of an
-/// allocation the inner allocator failed.
+/// allocation the inner allocator failed: one access to the thread's state, which decides.
 #[cold]
 #[inline(never)]
 fn give_slow(size: usize) {
-    if !thread::with_local(|local| local.give_scoped(size)) {
-        settle_free(size);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn settle_free(size: usize) {
-    thread::with_registered(|local| local.settle_free(size));
-}
-
-/// The slow path of a thread whose budget scope keeps its window aside: takes `bytes` from
-/// that window as the hot path would (charging the scope), and runs `allocate`. `None` if they
-/// do not fit, and on a thread without a scope: then [`settled`].
-#[inline(always)]
-fn from_scope_window(bytes: usize, allocate: impl FnOnce() -> *mut u8) -> Option<*mut u8> {
-    if !thread::with_local(|local| local.take_scoped(bytes)) {
-        return None;
-    }
-    let p = allocate();
-    if p.is_null() {
-        untake_scoped(bytes);
-    }
-    Some(p)
-}
-
-/// The slow path of every other call: reserves `bytes` by settling (null if the limit refuses,
-/// without running `allocate`), runs `allocate` and books what it did.
-#[inline(always)]
-fn settled(bytes: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
-    if !reserve(bytes) {
-        return ptr::null_mut();
-    }
-    let p = allocate();
-    reserved(bytes, !p.is_null());
-    p
-}
-
-#[cold]
-#[inline(never)]
-fn untake_scoped(bytes: usize) {
-    thread::with_registered(|local| local.untake_scoped(bytes));
-}
-
-#[cold]
-#[inline(never)]
-fn reserve(bytes: usize) -> bool {
-    thread::with_registered(|local| local.reserve(bytes))
-}
-
-#[cold]
-#[inline(never)]
-fn reserved(bytes: usize, succeeded: bool) {
-    thread::with_registered(|local| local.reserved(bytes, succeeded));
+    thread::with_local(|local| local.give_slow(size));
 }
 
 impl<A: GlobalAlloc> Tracking<A> {
+    /// `alloc` and `alloc_zeroed`, one body: `zeroed` is a constant in each, so each compiles
+    /// to its own hot path.
+    ///
+    /// # Safety
+    ///
+    /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[inline(always)]
+    unsafe fn alloc_hot(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        let size = layout.size();
+        if try_take(size) {
+            // SAFETY: the caller's contract, forwarded.
+            let p = unsafe { self.inner_alloc(layout, zeroed) };
+            if p.is_null() {
+                give_slow(size);
+            }
+            p
+        } else {
+            // SAFETY: as above.
+            unsafe { self.alloc_slow(layout, zeroed) }
+        }
+    }
+
     /// `alloc` or `alloc_zeroed` past the window (or on a thread with a budget scope
-    /// selected). Its own function, taking no closure: a closure's captures would be written
-    /// to the stack on the hot path, before the branch that decides to come here.
+    /// selected), in one access to the thread's state, whose `take_slow` decides. Its own
+    /// function, taking no closure: a closure's captures would be written to the stack on the
+    /// hot path, before the branch that decides to come here. The inner allocator runs inside
+    /// the access: the thread's state is cells, which a nested call through this allocator may
+    /// use meanwhile.
     ///
     /// # Safety
     ///
@@ -152,14 +124,15 @@ impl<A: GlobalAlloc> Tracking<A> {
     #[cold]
     #[inline(never)]
     unsafe fn alloc_slow(&self, layout: Layout, zeroed: bool) -> *mut u8 {
-        // SAFETY: the caller's contract, forwarded.
-        match from_scope_window(layout.size(), || unsafe {
-            self.inner_alloc(layout, zeroed)
-        }) {
-            Some(p) => p,
-            // SAFETY: as above.
-            None => unsafe { self.alloc_settled(layout, zeroed) },
-        }
+        thread::with_local(|local| {
+            local.take_slow(
+                layout.size(),
+                // SAFETY: the caller's contract, forwarded.
+                || unsafe { self.inner_alloc(layout, zeroed) },
+                // SAFETY: as above.
+                |local| unsafe { self.alloc_settled(local, layout, zeroed) },
+            )
+        })
     }
 
     /// [`alloc_slow`](Self::alloc_slow) when it settles. Not inlined there, so that the scoped
@@ -168,10 +141,11 @@ impl<A: GlobalAlloc> Tracking<A> {
     /// # Safety
     ///
     /// The contract of `GlobalAlloc::alloc` (or `alloc_zeroed`).
+    #[cold]
     #[inline(never)]
-    unsafe fn alloc_settled(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+    unsafe fn alloc_settled(&self, local: &Local, layout: Layout, zeroed: bool) -> *mut u8 {
         // SAFETY: the caller's contract, forwarded.
-        settled(layout.size(), || unsafe {
+        local.take_settled(layout.size(), || unsafe {
             self.inner_alloc(layout, zeroed)
         })
     }
@@ -192,7 +166,8 @@ impl<A: GlobalAlloc> Tracking<A> {
     }
 
     /// `realloc` growing past the window (or on a thread with a budget scope selected, which
-    /// is charged the growth). A refusal leaves the block as it was, as a failed `realloc` must.
+    /// is charged the growth), like [`alloc_slow`](Self::alloc_slow). A refusal leaves the
+    /// block as it was, as a failed `realloc` must.
     ///
     /// # Safety
     ///
@@ -200,15 +175,15 @@ impl<A: GlobalAlloc> Tracking<A> {
     #[cold]
     #[inline(never)]
     unsafe fn realloc_slow(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let growth = new_size - layout.size();
-        // SAFETY: the caller's contract, forwarded.
-        match from_scope_window(growth, || unsafe {
-            self.inner.realloc(ptr, layout, new_size)
-        }) {
-            Some(p) => p,
-            // SAFETY: as above.
-            None => unsafe { self.realloc_settled(ptr, layout, new_size) },
-        }
+        thread::with_local(|local| {
+            local.take_slow(
+                new_size - layout.size(),
+                // SAFETY: the caller's contract, forwarded.
+                || unsafe { self.inner.realloc(ptr, layout, new_size) },
+                // SAFETY: as above.
+                |local| unsafe { self.realloc_settled(local, ptr, layout, new_size) },
+            )
+        })
     }
 
     /// [`realloc_slow`](Self::realloc_slow) when it settles.
@@ -216,10 +191,17 @@ impl<A: GlobalAlloc> Tracking<A> {
     /// # Safety
     ///
     /// The contract of `GlobalAlloc::realloc`, and `new_size > layout.size()`.
+    #[cold]
     #[inline(never)]
-    unsafe fn realloc_settled(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+    unsafe fn realloc_settled(
+        &self,
+        local: &Local,
+        ptr: *mut u8,
+        layout: Layout,
+        new_size: usize,
+    ) -> *mut u8 {
         // SAFETY: the caller's contract, forwarded.
-        settled(new_size - layout.size(), || unsafe {
+        local.take_settled(new_size - layout.size(), || unsafe {
             self.inner.realloc(ptr, layout, new_size)
         })
     }
@@ -232,34 +214,14 @@ impl<A: GlobalAlloc> Tracking<A> {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracking<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let size = layout.size();
-        if try_take(size) {
-            // SAFETY: the caller's contract for `alloc`, forwarded.
-            let p = unsafe { self.inner.alloc(layout) };
-            if p.is_null() {
-                give_slow(size);
-            }
-            p
-        } else {
-            // SAFETY: as above.
-            unsafe { self.alloc_slow(layout, false) }
-        }
+        // SAFETY: the caller's contract for `alloc`, forwarded.
+        unsafe { self.alloc_hot(layout, false) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let size = layout.size();
-        if try_take(size) {
-            // SAFETY: the caller's contract for `alloc_zeroed`, forwarded.
-            let p = unsafe { self.inner.alloc_zeroed(layout) };
-            if p.is_null() {
-                give_slow(size);
-            }
-            p
-        } else {
-            // SAFETY: as above.
-            unsafe { self.alloc_slow(layout, true) }
-        }
+        // SAFETY: the caller's contract for `alloc_zeroed`, forwarded.
+        unsafe { self.alloc_hot(layout, true) }
     }
 
     #[inline]

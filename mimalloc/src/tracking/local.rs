@@ -1,5 +1,8 @@
 //! One thread's state: its window, its budget scope, its own figures, and where it is in its
-//! life. Everything a thread does that is not the hot path's one compare is a method here.
+//! life. Everything a thread does that is not the hot path's one compare is a method here, and
+//! each slow path is one of them ([`Local::take_slow`], [`Local::give_slow`]): the choice between
+//! the window a scope keeps aside and settling is made in one place, in one access to the
+//! thread's state.
 //!
 //! **Windows.** The hot path reads and writes [`Local::window`] only. While no scope is
 //! selected that is the thread's own window. Selecting a scope moves the thread's window into
@@ -10,8 +13,9 @@
 //! thread's figures goes through `own`, so neither ever sees the closed window.
 //!
 //! **Life.** A thread starts [`State::Fresh`], with a closed window, so that its first call
-//! comes to the slow path. Before anything can settle, the storage ([`super::thread`]) runs
-//! [`Local::register_exit_flush`]; only a thread whose exit flush is registered buffers in a
+//! comes to the slow path. Before anything settles, [`Local::settle`] registers the thread's
+//! exit flush with the storage's mechanism ([`super::thread`] hands it to [`Local::new`]), so no
+//! path that settles can forget it; only a thread whose exit flush is registered buffers in a
 //! window ([`State::Buffering`]). After the exit flush, and where it could not be registered,
 //! the thread settles every call ([`State::Unbuffered`]), so that nothing is left in a window
 //! that no one will flush.
@@ -20,6 +24,7 @@ use super::books;
 use super::usage::Usage;
 use super::window::Window;
 use core::cell::Cell;
+use core::ptr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -54,10 +59,21 @@ pub(super) struct Local {
     published: Cell<bool>,
     /// Calls of [`Local::poll_due`], counted to its `every`.
     polls: Cell<u32>,
+    /// The storage's way to have [`Local::exit`] run when the thread exits; `false` if it
+    /// cannot. Kept here, not called by the storage, so that registering is part of settling
+    /// and the slow paths need no second kind of access to the thread's state.
+    register: fn(&Local) -> bool,
+}
+
+/// The `register` of a state that must never register (it is never called: see
+/// [`Local::unbuffered`]).
+fn registers_nothing(_: &Local) -> bool {
+    false
 }
 
 impl Local {
-    pub(super) const fn new() -> Self {
+    /// A fresh thread's state; `register` arranges for [`Local::exit`] to run at thread exit.
+    pub(super) const fn new(register: fn(&Local) -> bool) -> Self {
         Local {
             window: Window::closed(),
             stash: Window::closed(),
@@ -67,6 +83,7 @@ impl Local {
             peak: Cell::new(0),
             published: Cell::new(false),
             polls: Cell::new(0),
+            register,
         }
     }
 
@@ -76,7 +93,7 @@ impl Local {
     pub(super) const fn unbuffered() -> Self {
         Local {
             state: Cell::new(State::Unbuffered),
-            ..Local::new()
+            ..Local::new(registers_nothing)
         }
     }
 
@@ -92,13 +109,12 @@ impl Local {
         self.window.try_give(size)
     }
 
-    /// Registers the thread's exit flush with `register` (the storage's mechanism; `false` if
-    /// it cannot), once: the step from [`State::Fresh`] to buffering.
+    /// Registers the thread's exit flush, once: the step from [`State::Fresh`] to buffering.
     #[inline]
-    pub(super) fn register_exit_flush(&self, register: impl FnOnce() -> bool) {
+    fn register_exit_flush(&self) {
         if self.state.get() == State::Fresh {
             self.state.set(State::Registering);
-            let registered = register();
+            let registered = (self.register)(self);
             self.state.set(if registered {
                 State::Buffering
             } else {
@@ -121,14 +137,46 @@ impl Local {
         }
     }
 
-    /// An allocation (or a realloc's growth) of `size` bytes that missed the hot path, on a
-    /// thread with a scope selected: takes them from the thread's own window, which the scope
-    /// keeps aside, and charges the scope. `false` if they do not fit, and always on a thread
-    /// without a scope (its own window is the hot path's, which just refused them): then
-    /// [`Local::reserve`] settles. The charge comes before the inner allocator runs, so that
-    /// its success costs nothing more; [`Local::untake_scoped`] takes it back on failure.
-    #[inline]
-    pub(super) fn take_scoped(&self, size: usize) -> bool {
+    /// The slow path of an allocation (or a realloc's growth) of `size` bytes that missed the
+    /// hot path, `allocate` being the call of the inner allocator: from the thread's own window
+    /// if a scope keeps it aside (charging the scope before `allocate` runs, so that its success
+    /// costs nothing more), else by settling. `settled` is the caller's own non-inlined function
+    /// that settles with [`Local::take_settled`]: called with nothing else live, it keeps the
+    /// scoped path free of saved registers and stack stores.
+    #[inline(always)]
+    pub(super) fn take_slow(
+        &self,
+        size: usize,
+        allocate: impl FnOnce() -> *mut u8,
+        settled: impl FnOnce(&Local) -> *mut u8,
+    ) -> *mut u8 {
+        if !self.take_scoped(size) {
+            return settled(self);
+        }
+        let p = allocate();
+        if p.is_null() {
+            self.untake_scoped(size);
+        }
+        p
+    }
+
+    /// [`Local::take_slow`] when it settles: reserves `size` bytes (null if the limit refuses,
+    /// without running `allocate`), runs `allocate` and books what it did.
+    #[inline(always)]
+    pub(super) fn take_settled(&self, size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+        if !self.settle(size, 0, true) {
+            return ptr::null_mut();
+        }
+        let p = allocate();
+        self.reserved(size, !p.is_null());
+        p
+    }
+
+    /// Takes `size` bytes from the thread's own window while a scope keeps it aside, charging
+    /// the scope. `false` if they do not fit, and always on a thread without a scope (its own
+    /// window is the hot path's, which just refused them).
+    #[inline(always)]
+    fn take_scoped(&self, size: usize) -> bool {
         match self.scope.get() {
             Some(usage) if self.stash.try_take(size) => {
                 self.scope.set(Some(usage.charged(size)));
@@ -140,23 +188,18 @@ impl Local {
 
     /// The inner allocator failed the `size` bytes [`Local::take_scoped`] took: the window and
     /// the scope get them back.
-    pub(super) fn untake_scoped(&self, size: usize) {
+    #[cold]
+    #[inline(never)]
+    fn untake_scoped(&self, size: usize) {
         if let Some(usage) = self.scope.get() {
             self.scope.set(Some(usage.uncharged(size)));
         }
-        self.give(size);
+        self.give_slow(size);
     }
 
-    /// An allocation that [`Local::take_scoped`] could not serve: reserves `size` bytes by
-    /// settling; `false` if the limit refuses. The caller runs the inner allocator, then
-    /// calls [`Local::reserved`].
-    pub(super) fn reserve(&self, size: usize) -> bool {
-        self.settle(size, 0, true)
-    }
-
-    /// The inner allocator ran for the `size` bytes [`Local::reserve`] reserved: they are live
-    /// (and the scope is charged), or the reservation goes back.
-    pub(super) fn reserved(&self, size: usize, succeeded: bool) {
+    /// The inner allocator ran for the `size` bytes [`Local::take_settled`] reserved: they are
+    /// live (and the scope is charged), or the reservation goes back.
+    fn reserved(&self, size: usize, succeeded: bool) {
         if !succeeded {
             return books::release(size);
         }
@@ -170,23 +213,12 @@ impl Local {
         self.note_peak();
     }
 
-    /// A free (or a realloc's shrinking) of `size` bytes that missed the hot path, on a thread
-    /// with a scope selected: gives them back to the thread's own window. `false` if they do not
-    /// fit, and always on a thread without a scope: then [`Local::settle_free`] settles.
-    #[inline]
-    pub(super) fn give_scoped(&self, size: usize) -> bool {
-        self.scope.get().is_some() && self.stash.try_give(size)
-    }
-
-    /// A free that [`Local::give_scoped`] could not take back: settles.
-    pub(super) fn settle_free(&self, size: usize) {
-        self.settle(0, size, true);
-    }
-
-    /// Gives `size` bytes back to the own window, or settles.
-    fn give(&self, size: usize) {
-        if !self.own().try_give(size) {
-            self.settle_free(size);
+    /// The slow path of a free (or a realloc's shrinking) of `size` bytes that missed the hot
+    /// path, and of the bytes of an allocation the inner allocator failed: back to the thread's
+    /// own window if a scope keeps it aside and they fit, else settled.
+    pub(super) fn give_slow(&self, size: usize) {
+        if !(self.scope.get().is_some() && self.stash.try_give(size)) {
+            self.settle(0, size, true);
         }
     }
 
@@ -194,11 +226,7 @@ impl Local {
     /// opens the own window afresh (closed unless `rebuffer` and buffering). `false` if the
     /// reservation was refused; the change is published either way.
     fn settle(&self, alloc: usize, free: usize, rebuffer: bool) -> bool {
-        debug_assert!(
-            self.state.get() != State::Fresh,
-            "settling before the exit flush is registered (every slow path comes through \
-             thread::with_registered)"
-        );
+        self.register_exit_flush();
         let own = self.own();
         let change = own.change().wrapping_sub(free);
         let buffering = rebuffer && self.state.get() == State::Buffering;
@@ -240,8 +268,11 @@ impl Local {
         self.state.set(State::Unbuffered);
     }
 
-    /// Selects `scope` for the thread (or none), returning the one it replaces.
+    /// Selects `scope` for the thread (or none), returning the one it replaces. The exit flush
+    /// is registered first, outside any scope: registering may allocate, which the scope must
+    /// not be charged for.
     pub(super) fn select(&self, scope: Option<Usage>) -> Option<Usage> {
+        self.register_exit_flush();
         let previous = self.scope.get();
         match (previous.is_some(), scope.is_some()) {
             (false, true) => {

@@ -82,8 +82,9 @@
 mod allocator;
 mod books;
 mod local;
-// `budget` re-exports `Usage`, its public face.
-pub(crate) mod usage;
+// The one way in for `crate::budget`, besides this module's public API.
+pub(crate) mod thread_budget;
+mod usage;
 mod window;
 
 #[cfg(not(all(windows, any(target_env = "gnu", target_vendor = "win7"))))]
@@ -119,7 +120,6 @@ compile_error!(
 );
 
 pub use allocator::Tracking;
-use usage::Usage;
 
 /// The default of [`set_window`]: 64 KiB.
 pub const DEFAULT_WINDOW: usize = books::DEFAULT_WINDOW;
@@ -236,7 +236,7 @@ pub fn thread_stats() -> ThreadStats {
 /// assert_eq!(tracking::stats().live_bytes, 0);
 /// ```
 pub fn flush() {
-    thread::with_registered(|local| local.flush());
+    thread::with_local(|local| local.flush());
 }
 
 /// Publishes the calling thread's buffered change, like [`flush`], but keeps its grant: for a
@@ -258,7 +258,7 @@ pub fn flush() {
 /// unsafe { tracking.dealloc(p, layout) };
 /// ```
 pub fn publish() {
-    thread::with_registered(|local| local.publish());
+    thread::with_local(|local| local.publish());
 }
 
 /// Restarts the process-wide peak at the current live bytes, and the calling thread's peak at
@@ -361,21 +361,4 @@ pub fn window() -> usize {
 /// ```
 pub fn take_published() -> bool {
     thread::with_local(|local| local.take_published())
-}
-
-/// Selects `scope` for the calling thread (or none), returning the one it replaces: the
-/// mechanism under [`crate::budget`]. The exit flush is registered first, outside any scope
-/// (registering may allocate).
-pub(crate) fn select_scope(scope: Option<Usage>) -> Option<Usage> {
-    thread::with_registered(|local| local.select(scope))
-}
-
-/// The calling thread's selected scope and what it has been charged so far.
-pub(crate) fn selected_scope() -> Option<Usage> {
-    thread::with_local(|local| local.selected())
-}
-
-/// Whether [`crate::budget::poll`] should check for real now (`Local::poll_due`).
-pub(crate) fn poll_due(every: u32) -> bool {
-    thread::with_local(|local| local.poll_due(every))
 }

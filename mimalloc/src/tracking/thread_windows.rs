@@ -58,7 +58,7 @@ fn get(tls_index: u32) -> *mut c_void {
     }
 }
 
-/// Runs `f` on the calling thread's state: for the hot path, and for reads that never settle.
+/// Runs `f` on the calling thread's state.
 #[inline(always)]
 pub(super) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     let index = TLS_INDEX.load(Ordering::Acquire);
@@ -87,7 +87,7 @@ fn with_new_local<R>(f: impl FnOnce(&Local) -> R) -> R {
             // aligns blocks to 16 bytes (8 on 32-bit), more than a `Local` needs; the slot
             // then owns it. If the slot cannot be set, the block is freed again.
             unsafe {
-                ptr::write(local, Local::new());
+                ptr::write(local, Local::new(register_exit_flush));
                 if TlsSetValue(index - 1, mem) != 0 {
                     return f(&*local);
                 }
@@ -98,15 +98,6 @@ fn with_new_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     // No index, no memory, or the thread is past its exit flush: a throw-away state that
     // settles every call and registers nothing.
     f(&Local::unbuffered())
-}
-
-/// Runs `f` on the calling thread's state once its exit flush is registered: every call that
-/// may settle comes through here.
-pub(super) fn with_registered<R>(f: impl FnOnce(&Local) -> R) -> R {
-    with_local(|local| {
-        local.register_exit_flush(|| register_exit_flush(local));
-        f(local)
-    })
 }
 
 /// The TLS index plus one, allocating both indexes on first use; [`FAILED`] if Windows has
@@ -133,7 +124,8 @@ fn tls_index() -> u32 {
     }
 }
 
-/// Arranges for [`on_exit`] to run when the calling thread exits; `false` if it cannot.
+/// Arranges for [`on_exit`] to run when the calling thread exits; `false` if it cannot. The
+/// `Local` calls it, before it first settles.
 fn register_exit_flush(local: &Local) -> bool {
     let fls = FLS_INDEX.load(Ordering::Acquire);
     if fls == UNSET || fls == FAILED {
