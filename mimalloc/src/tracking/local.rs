@@ -24,6 +24,7 @@ use super::books;
 use super::usage::Usage;
 use super::window::Window;
 use core::cell::Cell;
+use core::fmt;
 use core::ptr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +63,18 @@ pub(super) struct Local {
     /// The storage's way to have [`Local::exit`] run when the thread exits; `false` if it
     /// cannot. Kept here, not called by the storage, so that registering is part of settling
     /// and the slow paths need no second kind of access to the thread's state.
-    register: fn(&Local) -> bool,
+    register: Register,
+}
+
+/// A storage's way to register the exit flush. Its own type for its `Debug`: Rust 1.63 has none
+/// for a function pointer whose argument is a reference.
+#[derive(Clone, Copy)]
+struct Register(fn(&Local) -> bool);
+
+impl fmt::Debug for Register {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Register")
+    }
 }
 
 /// The `register` of a state that must never register (it is never called: see
@@ -83,7 +95,7 @@ impl Local {
             peak: Cell::new(0),
             published: Cell::new(false),
             polls: Cell::new(0),
-            register,
+            register: Register(register),
         }
     }
 
@@ -114,7 +126,7 @@ impl Local {
     fn register_exit_flush(&self) {
         if self.state.get() == State::Fresh {
             self.state.set(State::Registering);
-            let registered = (self.register)(self);
+            let registered = (self.register.0)(self);
             self.state.set(if registered {
                 State::Buffering
             } else {
