@@ -249,3 +249,33 @@ fn child_process_wide_limit_through_options() {
     println!("process-wide limit: allocations stopped at {reached} MiB of a 96 MiB arena");
     assert!((32..=96).contains(&reached), "stopped at {reached} MiB");
 }
+
+/// An arena holds `[start, start + size)`: its first and last bytes, nothing before or after.
+#[test]
+fn an_arena_contains_exactly_its_area() {
+    let arena = Arena::reserve(32 * MIB, Sharing::Exclusive).unwrap();
+    let (start, size) = arena.area();
+    let at = |offset: isize| (start as usize).wrapping_add(offset as usize) as *const u8;
+    assert!(arena.contains(at(0)) && arena.contains(at(size as isize - 1)));
+    assert!(!arena.contains(at(-1)), "the byte before the area");
+    assert!(
+        !arena.contains(at(size as isize)),
+        "the byte after the area"
+    );
+}
+
+/// What a log line says of an arena and of a refusal: the area, and why.
+#[test]
+fn arenas_and_their_errors_describe_themselves() {
+    let arena = Arena::reserve(32 * MIB, Sharing::Shared).unwrap();
+    let (start, size) = arena.area();
+    assert_eq!(
+        format!("{arena:?}"),
+        format!("Arena {{ start: {start:?}, size: {size} }}")
+    );
+    assert_eq!(
+        ArenaError::Os(12).to_string(),
+        "the OS refused to reserve the arena (errno 12)"
+    );
+    assert!(ArenaError::Refused.to_string().contains("region too small"));
+}
