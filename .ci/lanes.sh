@@ -211,6 +211,16 @@ lane_fuzz() { # the differential model under libFuzzer, from the committed seed 
   rm -f "$fuzz_log"
 }
 
+lane_mutants() { # a wrong line in a core file that no test notices (cargo-mutants, scripts/mutants.py)
+  python3 scripts/mutants.py --self-test
+  # The version mutants/record.json was made with: another may make other mutants.
+  cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
+    cargo install --quiet --locked cargo-mutants@27.1.0
+  # Runs the groups whose files or tests changed since their recorded run (a deleted test
+  # re-runs its groups), else one recorded group as a spot check; fails on any missed mutant.
+  python3 scripts/mutants.py check
+}
+
 lane_bindings() { # the committed bindings are what bindgen generates from the vendored headers
   need_packages libclang-dev
   scripts/gen-bindings.sh --check

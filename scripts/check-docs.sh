@@ -11,11 +11,13 @@
 #   ARCHITECTURE.md section's directory);
 # - the mimalloc versions the README gives, and mimalloc-sys's example of
 #   DEP_MIMALLOC_VERSION, are those of the vendored headers;
-# - docs/ci.md's tables are the lanes of `bash .ci/run lanes landing` and `bash .ci/run lanes`.
+# - docs/ci.md's tables are the lanes of `bash .ci/run lanes landing` and `bash .ci/run lanes`;
+# - the mutation figures of README.md and docs/reliability.md are mutants/record.json's.
 #
 # Prints every problem, then fails if there was one. Needs python3 >= 3.11 (tomllib).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+python3 scripts/mutants.py docs --check
 exec python3 - <<'PY'
 import os
 import re

@@ -199,7 +199,8 @@ impl Arena {
 /// nothing here restates the C constants. mimalloc 3.6.0 aligns the start itself too, and its
 /// debug builds do not assert that the caller did (`tests/tests/arena.rs`'s misaligned region
 /// passes a `debug` build without this step): aligning here first only refuses a region too
-/// short for an aligned start without mimalloc's warning on stderr.
+/// short for an aligned start without mimalloc's warning on stderr (shown with
+/// `MIMALLOC_SHOW_ERRORS=1` or `MIMALLOC_VERBOSE=1`).
 #[cfg(not(feature = "v2"))]
 fn region_align() -> usize {
     // SAFETY: `mi_arena_min_alignment` has no preconditions; it returns a build constant.

@@ -10,12 +10,16 @@ use mimalloc_tests::{is_child, run_child, Pattern};
 
 const MIB: usize = 1 << 20;
 
-/// Fills a heap with `chunk`-sized blocks until it refuses; returns the blocks.
+/// Fills a heap with `chunk`-sized blocks until it refuses; returns the blocks. Its arenas hold
+/// 64 MiB: four times that is a budget that never ran out (and stops before the machine does).
 fn fill(heap: &Heap, chunk: Layout) -> Vec<core::ptr::NonNull<u8>> {
     let mut blocks = Vec::new();
     while let Ok(p) = heap.allocate(chunk) {
         blocks.push(p);
-        assert!(blocks.len() < 100_000, "the budget never ran out");
+        assert!(
+            blocks.len() * chunk.size() <= 256 * MIB,
+            "the budget never ran out"
+        );
     }
     blocks
 }
@@ -278,4 +282,92 @@ fn arenas_and_their_errors_describe_themselves() {
         "the OS refused to reserve the arena (errno 12)"
     );
     assert!(ArenaError::Refused.to_string().contains("region too small"));
+}
+
+/// Memory no heap was created in comes from the shared arenas and never from an exclusive one:
+/// an exclusive arena is a budget that only its own heaps spend. Fresh threads make the fresh
+/// pages, and mimalloc 3 starts each thread's search at another arena (by its sequence number),
+/// so some of them start at the shared arena made here; mimalloc 2 searches from the first arena
+/// (its own), so only the exclusive half holds there.
+#[test]
+fn ordinary_allocations_use_shared_arenas_never_exclusive_ones() {
+    let size = if cfg!(target_pointer_width = "64") {
+        64 * MIB
+    } else {
+        8 * MIB
+    };
+    let reserved = [Sharing::Shared, Sharing::Exclusive].map(|s| Arena::reserve(size, s).unwrap());
+    assert_arenas_serve_ordinary_allocations(reserved);
+    // The same for caller-owned regions (`Arena::manage`), of the size its docs name.
+    let size = if cfg!(target_pointer_width = "64") {
+        512 * MIB
+    } else {
+        64 * MIB
+    };
+    let managed = [Sharing::Shared, Sharing::Exclusive].map(|s| {
+        let region: &'static mut [MaybeUninit<u8>] = Box::leak(untouched(size));
+        Arena::manage(region, s).unwrap()
+    });
+    assert_arenas_serve_ordinary_allocations(managed);
+}
+
+/// `[shared, exclusive]`: blocks of 16 fresh threads land in the first (mimalloc 3), never in
+/// the second.
+fn assert_arenas_serve_ordinary_allocations([shared, exclusive]: [Arena; 2]) {
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let blocks: Vec<Vec<u8>> = (0..4).map(|_| vec![1u8; 256 << 10]).collect();
+                let inside = |arena: &Arena| blocks.iter().any(|b| arena.contains(b.as_ptr()));
+                (inside(&shared), inside(&exclusive))
+            })
+        })
+        .collect();
+    let found: Vec<(bool, bool)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        found.iter().all(|&(_, in_exclusive)| !in_exclusive),
+        "an ordinary allocation in an exclusive arena: {found:?}"
+    );
+    if cfg!(not(feature = "v2")) {
+        assert!(
+            found.iter().any(|&(in_shared, _)| in_shared),
+            "no fresh thread's memory came from the shared arena: {found:?}"
+        );
+    }
+}
+
+/// `size` bytes of address space, never written: it costs no memory until mimalloc uses it.
+fn untouched(size: usize) -> Box<[MaybeUninit<u8>]> {
+    let mut memory = Vec::<MaybeUninit<u8>>::with_capacity(size);
+    // SAFETY: `MaybeUninit<u8>` needs no initialisation, and the capacity is `size`.
+    unsafe { memory.set_len(size) };
+    memory.into_boxed_slice()
+}
+
+/// A region too short to hold an arena once its start is aligned is refused before mimalloc
+/// sees it, so without the warning mimalloc 3 would print where errors are shown (a program may
+/// treat stderr output as an error). mimalloc 2 aligns the region itself (`Arena::manage`), and
+/// warns.
+#[test]
+fn child_a_region_too_short_for_its_aligned_start_is_refused_quietly() {
+    if is_child() {
+        let whole: &'static mut [MaybeUninit<u8>] = Box::leak(untouched(2 * MIB));
+        // Not page-aligned, so an aligned start lies beyond the region.
+        let region = &mut whole[4096 + 64..];
+        assert_eq!(
+            Arena::manage(region, Sharing::Shared),
+            Err(ArenaError::Refused)
+        );
+        return;
+    }
+    // mimalloc shows its warnings only when asked to.
+    let out = run_child(
+        "child_a_region_too_short_for_its_aligned_start_is_refused_quietly",
+        &[("MIMALLOC_SHOW_ERRORS", "1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the child failed: {out:?}");
+    if cfg!(not(feature = "v2")) {
+        assert!(!stderr.contains("mimalloc"), "mimalloc warned: {stderr}");
+    }
 }

@@ -503,3 +503,29 @@ fn v2_heap_blocks_freed_on_other_threads() {
     .unwrap();
     heap.collect(true);
 }
+
+/// `Heap::collect` gives the pages a heap emptied back: mimalloc keeps an emptied page in its
+/// heap for the next allocation of that size until the heap is collected. In a child process,
+/// whose page count no other test moves.
+#[test]
+fn child_collect_frees_the_pages_a_heap_emptied() {
+    mimalloc_tests::in_child_on_a_thread("child_collect_frees_the_pages_a_heap_emptied", || {
+        let heap = Heap::new();
+        let blocks: Vec<_> = [16usize, 1000, 20_000]
+            .iter()
+            .flat_map(|&size| (0..64).map(move |_| Layout::from_size_align(size, 8).unwrap()))
+            .map(|layout| (heap.allocate(layout).unwrap(), layout))
+            .collect();
+        for (p, layout) in blocks {
+            // SAFETY: each block is live, from `heap`, and freed once.
+            unsafe { heap.deallocate(p.cast(), layout) };
+        }
+        let before = mimalloc::stats::read().pages.current;
+        heap.collect(true);
+        let after = mimalloc::stats::read().pages.current;
+        assert!(
+            after < before,
+            "pages in use: {before} before collecting, {after} after"
+        );
+    });
+}

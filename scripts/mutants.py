@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Mutation testing of the core files with cargo-mutants, group by group, against a committed record.
+
+  python3 scripts/mutants.py check            the `mutants` lane: runs every group whose inputs
+                                              changed since its recorded run, else one recorded
+                                              group as a spot check; fails on any missed mutant
+  python3 scripts/mutants.py record [GROUP..]  runs the groups (all by default), writes the record
+  python3 scripts/mutants.py docs [--check]    writes the record's figures into README.md and
+                                              docs/reliability.md (--check: fails where they differ)
+  python3 scripts/mutants.py --self-test
+
+mutants/groups.toml says which tests judge which files (and in which build); mutants/record.json
+holds each group's last run and the hash of what it read. The mutants no test can tell apart are
+excluded in .cargo/mutants.toml, each with its reason: any other missed mutant fails.
+"""
+import datetime
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GROUPS = ROOT / "mutants" / "groups.toml"
+RECORD = ROOT / "mutants" / "record.json"
+EXCLUSIONS = ROOT / ".cargo" / "mutants.toml"
+# The version the record was made with: another version may make other mutants.
+CARGO_MUTANTS = "27.1.0"
+# What every group's tests read besides their own files: the suite's library and build script.
+SHARED_INPUTS = ["tests/src", "tests/build.rs", "tests/Cargo.toml"]
+OUTCOMES = {"CaughtMutant": "caught", "MissedMutant": "missed", "Unviable": "unviable",
+            "Timeout": "timeout"}
+FIGURES = ("mutants", "caught", "unviable", "timeout", "missed", "excluded")
+
+
+def load_groups():
+    with open(GROUPS, "rb") as file:
+        return {group["name"]: group for group in tomllib.load(file)["group"]}
+
+
+def load_record():
+    if not RECORD.exists():
+        return {}
+    return json.loads(RECORD.read_text())
+
+
+def input_paths(group):
+    """The files whose change can change the group's result (besides code the tests reach
+    through other files: the spot check re-runs a recorded group for that)."""
+    paths = list(group["files"]) + SHARED_INPUTS + [".cargo/mutants.toml"]
+    paths += [f"tests/tests/{test}.rs" for test in group["tests"]]
+    files = []
+    for path in paths:
+        full = ROOT / path
+        files += sorted(full.rglob("*.rs")) if full.is_dir() else [full]
+    return files
+
+
+def group_hash(group):
+    digest = hashlib.sha256()
+    digest.update(json.dumps(group, sort_keys=True).encode())
+    digest.update(CARGO_MUTANTS.encode())
+    for path in input_paths(group):
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes() if path.exists() else b"(missing)")
+    return digest.hexdigest()
+
+
+def feature_args(build):
+    features = build.get("features", [])
+    return ["--features", ",".join(f"mimalloc-tests/{f}" for f in features)] if features else []
+
+
+def file_args(group):
+    return [arg for path in group["files"] for arg in ("-f", path)]
+
+
+def builds(group):
+    """The builds a group's mutants are tried in: the default one first; each later one (the
+    build that compiles code the default leaves out: `v2`, `guarded`) judges only the mutants
+    no test caught before it, so a mutant is missed only if no build's tests notice it."""
+    return [{"features": [], "env": {}, **build} for build in [{}] + group.get("build", [])]
+
+
+def listed(group, use_config):
+    """The mutants cargo-mutants makes of the group's files, with or without the exclusions."""
+    command = ["cargo", "mutants", "--list"] + file_args(group)
+    if not use_config:
+        command.append("--no-config")
+    result = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def excluded_by_file(group):
+    kept = set(listed(group, True))
+    counts = {path: 0 for path in group["files"]}
+    for mutant in listed(group, False):
+        if mutant not in kept:
+            counts[mutant.split(":", 1)[0]] += 1
+    return counts
+
+
+def run_baseline(group, build, env):
+    """The group's tests must pass unmutated, or every mutant would look caught. cargo-mutants'
+    own baseline (27.1.0) runs the tests of the mutated package, not of `--test-package`."""
+    command = ["cargo", "test", "-q", "-p", "mimalloc-tests"] + feature_args(build)
+    command += [f"--test={test}" for test in group["tests"]]
+    print("  $ " + " ".join(command), flush=True)
+    if subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        sys.exit(f"the tests of group {group['name']} fail unmutated")
+
+
+def run_cargo_mutants(group, build, only, out_dir):
+    """Outcomes of the group's mutants in `build` (only those named in `only`, if given)."""
+    env = dict(os.environ, **build.get("env", {}))
+    run_baseline(group, build, env)
+    command = ["cargo", "mutants", "--test-package=mimalloc-tests", "--baseline=skip",
+               "--no-shuffle", f"--timeout={group.get('timeout', 180)}", "-o", str(out_dir)]
+    command += feature_args(build) + file_args(group)
+    for name in only or []:
+        command += ["--re", "^" + regex_escape(name) + "$"]
+    command += ["--"] + [f"--test={test}" for test in group["tests"]]
+    print("  $ " + " ".join(command), flush=True)
+    # Exit codes 2 (missed) and 3 (timeouts) are judged from the outcomes; others fail.
+    status = subprocess.run(command, cwd=ROOT, env=env).returncode
+    if status not in (0, 2, 3):
+        sys.exit(f"cargo mutants failed with exit code {status}")
+    outcomes = json.loads((out_dir / "mutants.out" / "outcomes.json").read_text())
+    return [(o["scenario"]["Mutant"], OUTCOMES[o["summary"]]) for o in outcomes["outcomes"]
+            if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
+
+
+def regex_escape(name):
+    """A mutant's name as a regex that matches only it (cargo-mutants' regex syntax)."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in name)
+
+
+def tally(group, outcomes):
+    """Counts by file over every build's outcomes, and the names of those still missed."""
+    counts = {path: dict.fromkeys(FIGURES[:-1], 0) for path in group["files"]}
+    missed = []
+    for number, build_outcomes in enumerate(outcomes):
+        for mutant, outcome in build_outcomes:
+            figures = counts[mutant["file"]]
+            if number == 0:
+                figures["mutants"] += 1
+            else:
+                # Tried again in this build because no test of the builds before caught it.
+                figures["missed"] -= 1
+                missed.remove(mutant["name"])
+            figures[outcome] += 1
+            if outcome == "missed":
+                missed.append(mutant["name"])
+    return counts, missed
+
+
+def run_group(group):
+    """Runs one group; returns its counts by file, or exits naming the missed mutants."""
+    print(f"mutants: group {group['name']}: {', '.join(group['files'])}", flush=True)
+    outcomes, missed = [], None
+    for build in builds(group):
+        if missed == []:
+            break
+        print(f"  build: {', '.join(build['features']) or 'default'}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="mutants-") as out:
+            outcomes.append(run_cargo_mutants(group, build, missed, pathlib.Path(out)))
+        missed = tally(group, outcomes)[1]
+    counts, missed = tally(group, outcomes)
+    for path, excluded in excluded_by_file(group).items():
+        counts[path]["excluded"] = excluded
+    for path, figures in counts.items():
+        print(f"  {path}: " + ", ".join(f"{value} {key}" for key, value in figures.items()))
+    if missed:
+        print("FAILED: missed mutants: no test failed on these (add a test that does, or list the"
+              " mutant in .cargo/mutants.toml with the reason no test can tell it apart):")
+        for name in missed:
+            print(f"  MISSED {name}")
+        sys.exit(1)
+    return counts
+
+
+def record_groups(names):
+    groups, record = load_groups(), load_record()
+    for name in names or groups:
+        group = groups[name]
+        counts = run_group(group)
+        record[name] = {"hash": group_hash(group), "date": datetime.date.today().isoformat(),
+                        "cargo_mutants": CARGO_MUTANTS, "files": counts}
+    RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    print(f"recorded in {RECORD.relative_to(ROOT)}")
+    docs(check_only=False)
+
+
+def check():
+    groups, record = load_groups(), load_record()
+    stale = [name for name, group in groups.items()
+             if record.get(name, {}).get("hash") != group_hash(group)]
+    for name in groups:
+        if name not in stale:
+            print(f"mutants: group {name}: unchanged since its recorded run of"
+                  f" {record[name]['date']}, not re-run")
+    if not stale and groups:
+        # Code that the group's tests reach through files outside its inputs may have
+        # changed: one recorded group, chosen by the commit, is run again.
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        names = sorted(groups)
+        stale = [names[int(head, 16) % len(names)]]
+        print(f"mutants: spot check of group {stale[0]} (chosen by commit {head[:12]})")
+    for name in stale:
+        run_group(groups[name])
+    for name in stale:
+        if record.get(name, {}).get("hash") != group_hash(groups[name]):
+            print(f"mutants: group {name} passed but its record is stale:"
+                  f" `python3 scripts/mutants.py record {name}` would spare later runs")
+    for pending in pending_files(groups):
+        print(f"mutants: {pending}")
+
+
+def pending_files(groups):
+    """Lines for the core files no group judges yet (mutants/groups.toml's `pending`)."""
+    with open(GROUPS, "rb") as file:
+        pending = tomllib.load(file).get("pending", {})
+    return [f"PENDING {path}: {why}" for path, why in sorted(pending.items())]
+
+
+def table():
+    record, groups = load_record(), load_groups()
+    rows = ["| file | builds | mutants | caught | unviable | timeout | missed | excluded |",
+            "|------|-------|---:|---:|---:|---:|---:|---:|"]
+    for name in sorted(record):
+        build = ", ".join(", ".join(b["features"]) or "default" for b in builds(groups[name]))
+        for path, figures in sorted(record[name]["files"].items()):
+            rows.append(f"| `{path}` | {build} | " + " | ".join(
+                str(figures[key]) for key in FIGURES) + " |")
+    return "\n".join(rows)
+
+
+def summary():
+    files = [figures for entry in load_record().values() for figures in entry["files"].values()]
+    total = {key: sum(figures[key] for figures in files) for key in FIGURES}
+    return (f"{total['mutants']} mutants of {len(files)} core files: {total['caught']} caught,"
+            f" {total['unviable']} unviable (they do not build), {total['timeout']} timed out,"
+            f" {total['missed']} missed, and {total['excluded']} more excluded with their reasons;"
+            f" {len(pending_files(load_groups()))} core files not yet judged (`pending` in"
+            " mutants/groups.toml, with why).")
+
+
+# The generated parts of the docs: between a start marker and END in each file.
+BLOCKS = {ROOT / "docs" / "reliability.md": table, ROOT / "README.md": summary}
+START = "<!-- generated by python3 scripts/mutants.py docs -->"
+END = "<!-- end of generated part -->"
+
+
+def docs(check_only):
+    """Writes the record's figures into the docs, or (check_only) fails where they differ."""
+    for path, make in BLOCKS.items():
+        text = path.read_text()
+        start, end = text.find(START), text.find(END)
+        if start < 0 or end < start:
+            sys.exit(f"{path.relative_to(ROOT)} has no generated mutants part ({START})")
+        updated = text[:start + len(START)] + "\n" + make() + "\n" + text[end:]
+        if updated == text:
+            print(f"{path.relative_to(ROOT)}: the mutation figures are the record's")
+        elif check_only:
+            sys.exit(f"{path.relative_to(ROOT)}: the mutation figures are not the record's:"
+                     " run `python3 scripts/mutants.py docs`")
+        else:
+            path.write_text(updated)
+            print(f"{path.relative_to(ROOT)}: mutation figures updated")
+
+
+def self_test():
+    group = {"name": "t", "files": ["mimalloc/src/arena.rs"], "tests": ["arena"]}
+    mutant = {"file": "mimalloc/src/arena.rs"}
+    default = [(dict(mutant, name="a"), "caught"), (dict(mutant, name="b"), "missed"),
+               (dict(mutant, name="c"), "missed"), (dict(mutant, name="d"), "unviable")]
+    counts, missed = tally(group, [default])
+    assert counts["mimalloc/src/arena.rs"] == {
+        "mutants": 4, "caught": 1, "unviable": 1, "timeout": 0, "missed": 2}, counts
+    assert missed == ["b", "c"], missed
+    # A later build judges what the earlier missed: caught there, no longer missed.
+    counts, missed = tally(group, [default, [(dict(mutant, name="c"), "caught"),
+                                             (dict(mutant, name="b"), "missed")]])
+    assert counts["mimalloc/src/arena.rs"] == {
+        "mutants": 4, "caught": 2, "unviable": 1, "timeout": 0, "missed": 1}, counts
+    assert missed == ["b"], missed
+    assert regex_escape("a.rs:1:2: replace && with || in f -> (u8)") == \
+        "a\\.rs:1:2: replace && with \\|\\| in f -> \\(u8\\)"
+    # A group's hash follows its test files: deleting a test re-runs its groups.
+    before = group_hash(group)
+    assert before == group_hash(dict(group))
+    assert before != group_hash(dict(group, tests=["arena", "first_call"]))
+    print("mutants.py self-test passed")
+
+
+def main(args):
+    if args[:1] == ["--self-test"]:
+        self_test()
+    elif args[:1] == ["check"]:
+        check()
+    elif args[:1] == ["record"]:
+        record_groups(args[1:])
+    elif args[:1] == ["docs"] and args[1:] in ([], ["--check"]):
+        docs(check_only=args[1:] == ["--check"])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
