@@ -118,7 +118,8 @@ def run_cargo_mutants(group, build, only, out_dir):
     env = dict(os.environ, **build.get("env", {}))
     run_baseline(group, build, env)
     command = ["cargo", "mutants", "--test-package=mimalloc-tests", "--baseline=skip",
-               "--no-shuffle", f"--timeout={group.get('timeout', 180)}", "-o", str(out_dir)]
+               "--no-shuffle", f"--timeout={group.get('timeout', 180)}", "-o", str(out_dir),
+               f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
     command += feature_args(build) + file_args(group)
     for name in only or []:
         command += ["--re", "^" + regex_escape(name) + "$"]

@@ -529,3 +529,12 @@ fn child_collect_frees_the_pages_a_heap_emptied() {
         );
     });
 }
+
+/// A heap's `Debug` names it by mimalloc's heap pointer, which tells two heaps apart in a log.
+#[test]
+fn heaps_describe_themselves_by_their_address() {
+    let (a, b) = (Heap::new(), Heap::new());
+    let (text_a, text_b) = (format!("{a:?}"), format!("{b:?}"));
+    assert!(text_a.starts_with("Heap(0x"), "{text_a}");
+    assert_ne!(text_a, text_b);
+}

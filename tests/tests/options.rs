@@ -61,6 +61,9 @@ fn flags_turn_on_and_off() {
     assert!(option.is_enabled() && option.get() == 1);
     option.set_enabled(false);
     assert!(!option.is_enabled() && option.get() == 0);
+    option.set_enabled(true);
+    option.disable();
+    assert!(!option.is_enabled() && option.get() == 0);
 }
 
 /// A size option is set in KiB and read in bytes, also where the environment set it to 0
@@ -82,6 +85,20 @@ fn set_default_does_not_override_a_set_value() {
     option.set(21);
     option.set_default(99);
     assert_eq!(option.get(), 21);
+}
+
+/// An option neither the environment nor the program set takes the value `set_default` gives.
+/// In a child process, which no other test's settings reach.
+#[test]
+fn child_set_default_sets_an_option_nobody_set() {
+    if is_child() {
+        let option = MiOption::MaxWarnings;
+        option.set_default(77);
+        assert_eq!(option.get(), 77);
+        return;
+    }
+    let out = run_child("child_set_default_sets_an_option_nobody_set", &[]);
+    assert!(out.status.success(), "{out:?}");
 }
 
 /// `MIMALLOC_<NAME>` sets an option at start-up, in the child's fresh process.

@@ -20,8 +20,22 @@ fn child_snapshot_follows_allocation() {
 fn snapshot_follows_allocation() {
     let before = stats::read();
     let block = vec![1u8; 32 << 20];
+    let arena = mimalloc::Arena::reserve(64 << 20, mimalloc::Sharing::Exclusive).unwrap();
     let during = stats::read();
+    // Nothing was given back meanwhile: what was reserved since counts in the total alike.
+    assert!(during.reserved.current - before.reserved.current >= arena.area().1 as i64);
+    assert_eq!(
+        during.reserved.total - before.reserved.total,
+        during.reserved.current - before.reserved.current,
+        "{before:?}\n{during:?}"
+    );
     assert!(during.reserved.current >= during.committed.current);
+    // The policy's arenas (reserved by it, not by mimalloc) count in all three figures.
+    let reserved = during.reserved;
+    assert!(
+        reserved.current <= reserved.peak && reserved.peak <= reserved.total,
+        "{reserved:?}"
+    );
     assert!(during.committed.current >= 32 * MIB, "{during:?}");
     assert!(during.committed.peak >= during.committed.current);
     assert!(during.mmap_calls >= before.mmap_calls);
@@ -32,8 +46,17 @@ fn snapshot_follows_allocation() {
         during.allocated.is_some(),
         cfg!(any(not(feature = "v2"), feature = "debug"))
     );
-    if let Some(allocated) = during.allocated {
+    if let (Some(was), Some(allocated)) = (before.allocated, during.allocated) {
         assert!(allocated.current >= 32 * MIB, "{allocated:?}");
+        assert!(allocated.current <= during.committed.current, "{during:?}");
+        assert!(allocated.peak >= allocated.current, "{allocated:?}");
+        // The block counted once (mimalloc 2 counts it among its huge blocks, added here to
+        // the others), with room for the harness's own small allocations meanwhile.
+        let added = allocated.total - was.total;
+        assert!(
+            (32 * MIB..=40 * MIB).contains(&added),
+            "{added} bytes: {allocated:?}"
+        );
     }
     drop(block);
 }

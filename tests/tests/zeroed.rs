@@ -124,3 +124,43 @@ fn zeroed_growth_keeps_the_zero_prefix() {
         }
     }
 }
+
+/// A `Heap`'s zeroed blocks are zero too, through each of its entries (small, any size, aligned),
+/// after the heap's own blocks of that layout were dirtied and freed.
+#[test]
+fn a_heaps_zeroed_blocks_are_zero() {
+    let heap = mimalloc::Heap::new();
+    for size in [8, 100, 1000, 4096, 10_000, 65_536, 3 << 20] {
+        for align in [8, 64, 4096] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            let count = count_for(size).min(512);
+            let dirty: Vec<_> = (0..count)
+                .map(|i| {
+                    let p = heap.allocate(layout).expect("memory").cast::<u8>();
+                    // SAFETY: a live block of `size` bytes.
+                    unsafe { Pattern::new(i as u8 | 1).fill(p.as_ptr(), size) };
+                    p
+                })
+                .collect();
+            for p in dirty {
+                // SAFETY: each block is live, from `heap` with `layout`, and freed once.
+                unsafe { heap.deallocate(p, layout) };
+            }
+            let zeroed: Vec<_> = (0..count)
+                .map(|_| {
+                    heap.allocate_zeroed(layout)
+                        .expect("zeroed memory")
+                        .cast::<u8>()
+                })
+                .collect();
+            for p in zeroed {
+                // SAFETY: a live block of `size` bytes, freed once.
+                unsafe {
+                    let nonzero = first_nonzero(p.as_ptr(), size);
+                    assert_eq!(nonzero, None, "size {size} align {align}: a non-zero byte");
+                    heap.deallocate(p, layout);
+                }
+            }
+        }
+    }
+}
