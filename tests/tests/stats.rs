@@ -61,6 +61,22 @@ fn snapshot_follows_allocation() {
     drop(block);
 }
 
+/// A huge block is counted in the huge class, whose size is that of the largest other class:
+/// every huge block is larger.
+#[cfg(not(feature = "v2"))]
+fn huge_blocks_have_a_class_above_the_others() {
+    let huge_block = vec![1u8; 64 << 20];
+    let bins = stats::size_bins();
+    let huge = bins.iter().find(|b| b.huge).expect("a huge class");
+    assert!(huge.blocks.current >= 1, "{bins}");
+    assert!(huge.block_size < huge_block.len(), "{bins}");
+    assert!(
+        bins.iter().all(|b| b.block_size <= huge.block_size),
+        "{bins}"
+    );
+    assert!(huge.block_size >= 1 << 20, "{bins}");
+}
+
 /// mimalloc 3's block counters in a release build: a thread's blocks reach them when it takes
 /// the slow path on their pages, so the figures below are lower bounds with some pages of
 /// slack. `requested` counts usable sizes (1024 for these 1000-byte blocks) outside `debug`.
@@ -105,7 +121,12 @@ fn block_counters_follow_the_program() {
         bins.to_string().lines().count() == bins.iter().count() + 1,
         "{bins}"
     );
+    assert!(
+        bins.iter().all(|b| b.blocks.total > 0),
+        "a class never used: {bins}"
+    );
     drop(kept);
+    huge_blocks_have_a_class_above_the_others();
     // Freed on this thread: counted once its pages are collected.
     mimalloc::heap::collect(true);
     let after = stats::read();
