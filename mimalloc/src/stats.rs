@@ -332,32 +332,29 @@ pub fn print_io<W: std::io::Write + ?Sized>(out: &mut W) -> std::io::Result<()> 
 
 /// mimalloc's statistics as a JSON document (`mi_stats_get_json`), for a metrics endpoint.
 ///
+/// # Panics
+///
+/// If mimalloc cannot allocate the document (about 15 KiB).
+///
 /// ```
 /// let json = mimalloc::stats::json();
 /// assert!(json.starts_with('{') && json.contains("\"reserved\""));
 /// ```
 pub fn json() -> rust_alloc::string::String {
-    // Into a buffer of ours, doubled until the document fits, which becomes the `String`
-    // (mimalloc's own buffer would have to be copied and handed back to `mi_free`).
-    let mut size = 4 << 10; // the document is ~15 KiB: the doubling is always exercised
-    loop {
-        let mut buf = rust_alloc::vec![0u8; size];
-        // SAFETY: `buf` is writable for `size` bytes; mimalloc writes at most `size - 1` bytes
-        // and a terminating zero into it, and keeps no pointer to it.
-        let text = unsafe { ffi::mi_stats_get_json(size, buf.as_mut_ptr().cast()) };
-        // A document that did not fit: 3.6.0 returns null (as for a stats header of another
-        // version, which the vendored header rules out); 2.5.2 returns it cut off at the end
-        // of the buffer. Either way a complete one ends well before the end.
-        let len = buf.iter().position(|&b| b == 0).unwrap_or(size);
-        if !text.is_null() && len + 2 < size {
-            buf.truncate(len);
-            return rust_alloc::string::String::from_utf8(buf).unwrap_or_else(|e| {
-                rust_alloc::string::String::from_utf8_lossy(e.as_bytes()).into_owned()
-            });
-        }
-        assert!(size < 64 << 20, "mi_stats_get_json refused a 64 MiB buffer");
-        size *= 2;
-    }
+    // SAFETY: without a buffer, mimalloc allocates the document itself (growing it until it
+    // fits) and returns it NUL-terminated, or null if it could not allocate.
+    let text = unsafe { ffi::mi_stats_get_json(0, core::ptr::null_mut()) };
+    assert!(
+        !text.is_null(),
+        "mimalloc could not allocate the statistics document"
+    );
+    // SAFETY: a NUL-terminated string, alive until it is freed below.
+    let json =
+        rust_alloc::string::String::from_utf8_lossy(unsafe { crate::output::c_str_bytes(text) })
+            .into_owned();
+    // SAFETY: the document is a block of mimalloc's, freed once and not read afterwards.
+    unsafe { ffi::mi_free(text.cast()) };
+    json
 }
 
 /// Resets the statistics counters to zero (`mi_stats_reset`, mimalloc 2 only).
