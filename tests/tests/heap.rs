@@ -538,3 +538,21 @@ fn heaps_describe_themselves_by_their_address() {
     assert!(text_a.starts_with("Heap(0x"), "{text_a}");
     assert_ne!(text_a, text_b);
 }
+
+/// The questions about single blocks: where mimalloc's memory is, and what size a request
+/// really gets.
+#[test]
+fn mimalloc_knows_its_memory_and_its_size_classes() {
+    let on_the_stack = 0u8;
+    let boxed = Box::new(0u64);
+    assert!(!mimalloc::heap::is_in_heap_region(&on_the_stack));
+    assert!(mimalloc::heap::is_in_heap_region(&*boxed));
+    for size in [1usize, 100, 1000, 70_000, 3 * MIB] {
+        let good = mimalloc::heap::good_size(size);
+        // A class holds the request and wastes at most a quarter of it (16 bytes of tiny ones).
+        assert!(
+            good >= size && good <= size + size / 4 + 16,
+            "{size} -> {good}"
+        );
+    }
+}
