@@ -6,7 +6,7 @@
 //! The soft-limit and window tests set process-wide values and assert process-wide figures,
 //! so they run in a child process of their own (`child_` tests).
 
-use mimalloc::budget::{self, Usage};
+use mimalloc::budget::{self, OverLimit, Usage};
 use mimalloc::{tracking, MiMalloc, Tracking};
 use mimalloc_tests::{is_child, keep, run_child};
 use std::panic::{self, AssertUnwindSafe};
@@ -245,9 +245,11 @@ fn child_soft_limit_check_and_poll() {
         return in_child("child_soft_limit_check_and_poll");
     }
     assert!(budget::check().is_ok(), "no soft limit: always Ok");
+    assert_eq!(budget::soft_limit(), None);
     tracking::flush();
     let base = tracking::stats().live_bytes;
     budget::set_soft_limit(Some(base + (1 << 20)));
+    assert_eq!(budget::soft_limit(), Some(base + (1 << 20)));
     assert!(budget::check().is_ok());
     // Nothing is refused, and the check sees the thread's change at once, even one that
     // is still within the window.
@@ -277,7 +279,86 @@ fn child_soft_limit_check_and_poll() {
         "caught after {over} bytes"
     );
     budget::set_soft_limit(None);
+    assert_eq!(budget::soft_limit(), None);
     assert!(budget::poll().is_ok());
+}
+
+#[test]
+fn child_check_is_over_only_past_the_soft_limit() {
+    if !is_child() {
+        return in_child("child_check_is_over_only_past_the_soft_limit");
+    }
+    tracking::flush();
+    let base = tracking::stats().live_bytes;
+    let block = keep(vec![0u8; 1000]); // within the window: check publishes it
+    budget::set_soft_limit(Some(base + 1000));
+    assert_eq!(budget::check(), Ok(()), "at the limit is not over it");
+    budget::set_soft_limit(Some(base + 999));
+    let err = budget::check().unwrap_err();
+    assert_eq!(
+        err,
+        OverLimit {
+            live_bytes: base + 1000,
+            limit: base + 999
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} live bytes, over the soft limit of {}",
+            base + 1000,
+            base + 999
+        )
+    );
+    budget::set_soft_limit(None);
+    drop(block);
+}
+
+#[test]
+fn child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it() {
+    if !is_child() {
+        return in_child("child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it");
+    }
+    tracking::flush();
+    budget::set_soft_limit(Some(tracking::stats().live_bytes + (1 << 20)));
+    assert!(budget::poll().is_ok());
+    let big = keep(vec![0u8; 2 << 20]); // past the window: published at once
+    assert!(budget::poll().is_err());
+    budget::set_soft_limit(None);
+    drop(big);
+}
+
+/// `poll` checks for real on every 16th call, so that it notices other threads' growth, and
+/// when the thread's own unpublished growth passes half a window.
+#[test]
+fn child_poll_notices_others_within_16_calls_and_its_own_past_half_a_window() {
+    if !is_child() {
+        return in_child(
+            "child_poll_notices_others_within_16_calls_and_its_own_past_half_a_window",
+        );
+    }
+    let mut held: Vec<Vec<u8>> = Vec::with_capacity(40);
+    tracking::publish();
+    tracking::take_published();
+    assert_eq!(tracking::thread_stats().unpublished_bytes, 0);
+    // Over the soft limit with nothing of this thread's own to publish, as when other threads
+    // grew: one of 16 polls checks, and the count starts again there.
+    budget::set_soft_limit(Some(tracking::stats().live_bytes - 1));
+    assert!(
+        (0..16).any(|_| budget::poll().is_err()),
+        "16 polls that never checked"
+    );
+    // Under the limit, then over it by 40,000 bytes within the window, unpublished.
+    budget::set_soft_limit(Some(tracking::stats().live_bytes + 10_000));
+    for _ in 0..40 {
+        held.push(vec![0u8; 1000]);
+    }
+    assert_eq!(tracking::thread_stats().unpublished_bytes, 40_000);
+    assert!(
+        budget::poll().is_err(),
+        "40,000 unpublished bytes are over half a window"
+    );
+    budget::set_soft_limit(None);
 }
 
 #[test]

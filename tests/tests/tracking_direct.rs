@@ -4,6 +4,7 @@
 //! so each one holds `SERIAL` and leaves the account as it found it: blocks freed, its
 //! thread's buffer flushed, no limit.
 
+use mimalloc::budget::{self, Usage};
 use mimalloc::{tracking, MiMalloc, Tracking};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -189,18 +190,107 @@ fn peaks_follow_the_high_water_mark() {
             thread_start.live_bytes.max(0) + (1 << 20)
         );
     }
+    let thread_peak = thread_start.live_bytes.max(0) as usize + (1 << 20);
+    assert_eq!(
+        tracking::thread_stats().peak_bytes,
+        thread_peak,
+        "the thread's peak stays"
+    );
+    // Publishing a lower live figure (a flush with a small block held) leaves it.
+    let held = Block::new(100, 8).unwrap();
+    tracking::flush();
+    assert_eq!(tracking::thread_stats().peak_bytes, thread_peak);
+    drop(held);
     assert_eq!(account.live(), 0);
     let stats = tracking::stats();
     assert_eq!(stats.peak_bytes, account.base + (1 << 20), "the peak stays");
     // Small blocks: the process peak is recorded when the thread publishes, so it may lag
     // by up to a buffer; after a flush at the high point it is exact.
     tracking::reset_peak();
+    assert_eq!(
+        tracking::thread_stats().peak_bytes as isize,
+        thread_start.live_bytes.max(0),
+        "the thread's peak restarts at its live bytes"
+    );
     let small: Vec<Block> = (0..100).map(|_| Block::new(300, 8).unwrap()).collect();
     let peak = tracking::stats().peak_bytes;
     assert!(peak >= account.base && peak <= account.base + 30_000);
     tracking::flush();
     assert_eq!(tracking::stats().peak_bytes, account.base + 30_000);
     drop(small);
+    assert_eq!(account.live(), 0);
+}
+
+#[test]
+fn a_thread_publishes_when_its_change_leaves_64_kib_either_way() {
+    let account = Account::take();
+    assert_eq!(tracking::window(), 64 << 10, "the default window");
+    let unpublished = || tracking::thread_stats().unpublished_bytes;
+    let published = || tracking::stats().live_bytes - account.base;
+    // The flush closed the window: the first block settles, is published, and opens one.
+    let first = Block::new(1000, 8).unwrap();
+    assert_eq!((published(), unpublished()), (1000, 0));
+    // 63,000 bytes more stay within +64 KiB: buffered, and so are frees within the window.
+    let mut blocks: Vec<Block> = (0..63).map(|_| Block::new(1000, 8).unwrap()).collect();
+    assert_eq!((published(), unpublished()), (1000, 63_000));
+    blocks.truncate(60);
+    assert_eq!((published(), unpublished()), (1000, 60_000));
+    // 6,000 more would take it to 66,000, past 65,536: the thread publishes it all.
+    let over = Block::new(6000, 8).unwrap();
+    assert_eq!((published(), unpublished()), (67_000, 0));
+    // The same on the way down: 60,000 freed stay within -64 KiB, 66,000 do not.
+    drop(blocks);
+    assert_eq!((published(), unpublished()), (67_000, -60_000));
+    drop(over);
+    assert_eq!((published(), unpublished()), (1000, 0));
+    drop(first);
+    assert_eq!(account.live(), 0);
+}
+
+#[test]
+fn take_published_reports_each_publication_once() {
+    let _account = Account::take();
+    tracking::take_published();
+    assert!(!tracking::take_published(), "nothing since the last look");
+    tracking::flush();
+    assert!(
+        !tracking::take_published(),
+        "a flush with nothing to publish publishes nothing"
+    );
+    let big = Block::new(1 << 20, 8).unwrap(); // past the window: published at once
+    assert!(tracking::take_published());
+    assert!(!tracking::take_published());
+    drop(big); // so is its free
+    assert!(tracking::take_published(), "a free past the window");
+    let small = Block::new(100, 8).unwrap();
+    assert!(!tracking::take_published(), "a block within the window");
+    tracking::flush();
+    assert!(tracking::take_published(), "a flush that had it to publish");
+    drop(small);
+}
+
+#[test]
+fn a_flush_gives_back_the_threads_grant_and_publish_keeps_it() {
+    let account = Account::take();
+    let stats = tracking::stats();
+    assert_eq!(
+        stats.charged_bytes, stats.live_bytes,
+        "no grant after a flush"
+    );
+    let block = Block::new(1000, 8).unwrap();
+    let stats = tracking::stats();
+    assert_eq!(
+        stats.charged_bytes,
+        stats.live_bytes + tracking::window(),
+        "the thread settled for the block, and was granted a window's worth"
+    );
+    tracking::publish();
+    let stats = tracking::stats();
+    assert_eq!(stats.charged_bytes, stats.live_bytes + tracking::window());
+    tracking::flush();
+    let stats = tracking::stats();
+    assert_eq!(stats.charged_bytes, stats.live_bytes);
+    drop(block);
     assert_eq!(account.live(), 0);
 }
 
@@ -335,6 +425,37 @@ fn inner_allocator_failures_are_not_counted() {
         refused,
         "not refusals either"
     );
+    let stats = tracking::stats();
+    assert_eq!(
+        stats.charged_bytes, stats.live_bytes,
+        "nor left charged against the limit"
+    );
+}
+
+#[test]
+fn a_scope_is_not_charged_for_an_allocation_the_inner_allocator_fails() {
+    let account = Account::take();
+    let failing = Tracking::new(Failing);
+    // A first block opens this thread's window, which the scope then keeps aside: the failed
+    // allocations below fit in it, as most allocations in a scope do.
+    let held = Block::new(100, 8).unwrap();
+    let start = thread_live();
+    let mut usage = Usage::new();
+    budget::scope(&mut usage, || {
+        let kept = Block::new(300, 8).unwrap();
+        // SAFETY: non-zero sizes; null expected, so nothing to free.
+        unsafe {
+            assert!(failing.alloc(layout(200, 8)).is_null());
+            assert!(failing.alloc_zeroed(layout(200, 8)).is_null());
+        }
+        assert_eq!(budget::current().map(Usage::bytes), Some(300));
+        assert_eq!(thread_live() - start, 300);
+        drop(kept);
+    });
+    assert_eq!(usage.bytes(), 300);
+    assert_eq!(thread_live(), start);
+    drop(held);
+    assert_eq!(account.live(), 0);
 }
 
 #[test]
@@ -362,6 +483,12 @@ fn blocks_freed_on_another_thread_keep_the_total() {
             freed += block.layout.size() as isize;
         }
         assert_eq!(tracking::thread_stats().live_bytes, -freed);
+        tracking::flush();
+        assert_eq!(
+            tracking::thread_stats().peak_bytes,
+            0,
+            "a thread that only freed has no peak"
+        );
         freed
     });
     let allocated = producer.join().unwrap();
