@@ -344,6 +344,16 @@ fn untouched(size: usize) -> Box<[MaybeUninit<u8>]> {
     memory.into_boxed_slice()
 }
 
+/// The alignment mimalloc 3 wants of a caller's region in this build; mimalloc 2 aligns it
+/// itself (any alignment serves its test below).
+fn arena_alignment() -> usize {
+    #[cfg(not(feature = "v2"))]
+    // SAFETY: `mi_arena_min_alignment` has no preconditions; it returns a build constant.
+    return unsafe { mimalloc_sys::mi_arena_min_alignment() };
+    #[cfg(feature = "v2")]
+    return 4 * MIB;
+}
+
 /// A region too short to hold an arena once its start is aligned is refused before mimalloc
 /// sees it, so without the warning mimalloc 3 would print where errors are shown (a program may
 /// treat stderr output as an error). mimalloc 2 aligns the region itself (`Arena::manage`), and
@@ -351,9 +361,15 @@ fn untouched(size: usize) -> Box<[MaybeUninit<u8>]> {
 #[test]
 fn child_a_region_too_short_for_its_aligned_start_is_refused_quietly() {
     if is_child() {
-        let whole: &'static mut [MaybeUninit<u8>] = Box::leak(untouched(2 * MIB));
-        // Not page-aligned, so an aligned start lies beyond the region.
-        let region = &mut whole[4096 + 64..];
+        // Half an alignment (at most 2 MiB) from 4160 bytes past an aligned address: the next
+        // aligned start lies beyond the region's end in every build (the alignment is 256 MiB,
+        // 64 KiB with `secure`, 32 KiB with page-map free).
+        let align = arena_alignment();
+        let len = (align / 2).min(2 * MIB);
+        let whole: &'static mut [MaybeUninit<u8>] = Box::leak(untouched(align + len + 8192));
+        let aligned = (align - whole.as_ptr() as usize % align) % align;
+        let start = aligned + 4096 + 64;
+        let region = &mut whole[start..start + len];
         assert_eq!(
             Arena::manage(region, Sharing::Shared),
             Err(ArenaError::Refused)
