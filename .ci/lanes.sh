@@ -46,6 +46,8 @@ lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is
 }
 
 lane_workspace() { # the README's test command: the crates a product links, and their tools
+  # Callgrind counts the calls of the fast paths (tests/tests/call_counts.rs).
+  need_packages valgrind
   suite "workspace (default members)" cargo test
   suite "regorus adapter (memory limits)" cargo test -p mimalloc-regorus --features allocator-memory-limits
 }
@@ -213,6 +215,9 @@ lane_fuzz() { # the differential model under libFuzzer, from the committed seed 
 
 lane_mutants() { # a wrong line in a core file that no test notices (cargo-mutants, scripts/mutants.py)
   python3 scripts/mutants.py --self-test
+  # The mutants that change only which function serves a call are caught by Callgrind's counts
+  # (tests/tests/call_counts.rs): without it that test skips, and they would pass unseen.
+  need_packages valgrind
   # The version mutants/record.json was made with: another may make other mutants.
   cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
     cargo install --quiet --locked cargo-mutants@27.1.0
