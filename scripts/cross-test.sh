@@ -13,6 +13,9 @@
 #                                       build, with no mimalloc in it (no OS to get memory from)
 #   FEATURES one run per argument, each a comma-separated feature list of mimalloc-tests
 #            ("" = default features); default: "" secure
+#   --env    instead of FEATURES: prepare (packages, the workspace) and print the environment
+#            the runs use, as KEY=VALUE lines, CROSS_WS the workspace (for scripts/mutants.py,
+#            which runs cargo-mutants there for code compiled only for TARGET)
 #
 # Installs what it needs with apt-get, naming every package the build uses (the cross compilers
 # only recommend their C libraries, and apt-get here installs no recommendations). Cargo 1.65
@@ -128,6 +131,12 @@ if [ "$emulator" = wine ]; then
   fi
 fi
 export MIMALLOC_TESTS_EMULATOR="$emulator"
+if [ "${1:-}" = --env ]; then
+  # Not CARGO_TARGET_DIR: each of cargo-mutants' copies builds in a target directory of its own.
+  printf 'CROSS_WS=%s\nCARGO=%s\n' "$ws" "$old_cargo"
+  env | grep -E '^(RUSTC|RUSTDOC|RUST_BACKTRACE|CARGO_TARGET_[A-Z0-9_]+_LINKER|CC_[a-z0-9_]+|MIMALLOC_TESTS_EMULATOR)=' || true
+  exit 0
+fi
 
 total_passed=0 total_failed=0 total_ignored=0 total_skipped=0 broken=0
 broken_names=() retried_names=() runtime_skips=() ignored_tests=()

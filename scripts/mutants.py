@@ -65,9 +65,13 @@ def group_hash(group):
     digest = hashlib.sha256()
     digest.update(json.dumps(group, sort_keys=True).encode())
     digest.update(CARGO_MUTANTS.encode())
-    # The mutants themselves, after .cargo/mutants.toml's exclusions: an exclusion of another
-    # group's mutant leaves this group's hash as it was.
-    digest.update("\n".join(listed(group, True)).encode())
+    # The mutants themselves, after .cargo/mutants.toml's exclusions (cargo-mutants' and the
+    # script's own, see `exclusions`): an exclusion of another group's mutant leaves this
+    # group's hash as it was.
+    excluded = exclusions()
+    kept = [name for name in listed(group, True)
+            if not any(pattern.search(name) for pattern in excluded)]
+    digest.update("\n".join(kept).encode())
     for path in input_paths(group):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes() if path.exists() else b"(missing)")
