@@ -89,9 +89,32 @@ def file_args(group):
 
 def builds(group):
     """The builds a group's mutants are tried in: the default one first; each later one (the
-    build that compiles code the default leaves out: `v2`, `guarded`) judges only the mutants
-    no test caught before it, so a mutant is missed only if no build's tests notice it."""
-    return [{"features": [], "env": {}, **build} for build in [{}] + group.get("build", [])]
+    build that compiles code the default leaves out: `v2`, `guarded`, a 32-bit `target`) judges
+    only the mutants no test caught before it, so a mutant is missed only if no build's tests
+    notice it."""
+    return [{"features": [], "env": {}, "target": None, **build}
+            for build in [{}] + group.get("build", [])]
+
+
+def build_name(build):
+    return "+".join(build["features"] + ([build["target"]] if build["target"] else [])) or "default"
+
+
+def workspace(build):
+    """Where a build runs, the environment it adds and the arguments every cargo command of it
+    takes. A `target` build runs where scripts/cross-test.sh runs that target (Debian's Rust
+    1.63, the one toolchain here with a 32-bit standard library: its workspace of the MSRV
+    crates, its linker, its cargo), which the script prepares and describes (`--env`)."""
+    env = dict(build["env"])
+    if not build["target"]:
+        return ROOT, env, []
+    described = subprocess.run(["scripts/cross-test.sh", build["target"], "--env"], cwd=ROOT,
+                               check=True, capture_output=True, text=True).stdout
+    for line in described.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            env[key] = value
+    return pathlib.Path(env.pop("CROSS_WS")), env, [f"--target={build['target']}", "--offline"]
 
 
 def listed(group, use_config):
@@ -112,30 +135,34 @@ def excluded_by_file(group):
     return counts
 
 
-def run_baseline(group, build, env):
+def run_baseline(group, build, where):
     """The group's tests must pass unmutated, or every mutant would look caught. cargo-mutants'
     own baseline (27.1.0) runs the tests of the mutated package, not of `--test-package`."""
-    command = ["cargo", "test", "-q", "-p", "mimalloc-tests"] + feature_args(build)
-    command += [f"--test={test}" for test in group["tests"]]
+    cwd, env, cargo_args = where
+    command = [env.get("CARGO", "cargo"), "test", "-q", "-p", "mimalloc-tests"] + cargo_args
+    command += feature_args(build) + [f"--test={test}" for test in group["tests"]]
     print("  $ " + " ".join(command), flush=True)
-    if subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+    if subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         sys.exit(f"the tests of group {group['name']} fail unmutated")
 
 
 def run_cargo_mutants(group, build, only, out_dir):
     """Outcomes of the group's mutants in `build` (only those named in `only`, if given)."""
-    env = dict(os.environ, **build.get("env", {}))
-    run_baseline(group, build, env)
-    command = ["cargo", "mutants", "--test-package=mimalloc-tests", "--baseline=skip",
+    cwd, added, cargo_args = workspace(build)
+    env = dict(os.environ, **added)
+    run_baseline(group, build, (cwd, env, cargo_args))
+    # Not `cargo mutants`: cargo would set CARGO to itself, and cargo-mutants runs $CARGO.
+    command = ["cargo-mutants", "mutants", "--test-package=mimalloc-tests", "--baseline=skip",
                "--no-shuffle", f"--timeout={group.get('timeout', 180)}", "-o", str(out_dir),
                f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
+    command += [f"--cargo-arg={arg}" for arg in cargo_args]
     command += feature_args(build) + file_args(group)
     for name in only or []:
         command += ["--re", "^" + regex_escape(name) + "$"]
     command += ["--"] + [f"--test={test}" for test in group["tests"]]
     print("  $ " + " ".join(command), flush=True)
     # Exit codes 2 (missed) and 3 (timeouts) are judged from the outcomes; others fail.
-    status = subprocess.run(command, cwd=ROOT, env=env).returncode
+    status = subprocess.run(command, cwd=cwd, env=env).returncode
     if status not in (0, 2, 3):
         sys.exit(f"cargo mutants failed with exit code {status}")
     outcomes = json.loads((out_dir / "mutants.out" / "outcomes.json").read_text())
@@ -190,7 +217,7 @@ def run_group(group):
     for build in builds(group):
         if missed == []:
             break
-        print(f"  build: {', '.join(build['features']) or 'default'}", flush=True)
+        print(f"  build: {build_name(build)}", flush=True)
         with tempfile.TemporaryDirectory(prefix="mutants-") as out:
             outcomes.append(run_cargo_mutants(group, build, missed, pathlib.Path(out)))
         missed = tally(group, outcomes, excluded)[1]
@@ -268,7 +295,7 @@ def table():
     rows = ["| file | builds | mutants | caught | unviable | timeout | missed | excluded |",
             "|------|-------|---:|---:|---:|---:|---:|---:|"]
     for name in sorted(record):
-        build = ", ".join("+".join(b["features"]) or "default" for b in builds(groups[name]))
+        build = ", ".join(build_name(b) for b in builds(groups[name]))
         for path, figures in sorted(record[name]["files"].items()):
             rows.append(f"| `{path}` | {build} | " + " | ".join(
                 str(figures[key]) for key in FIGURES) + " |")
@@ -332,6 +359,9 @@ def self_test():
     assert counts["mimalloc/src/arena.rs"] == {
         "mutants": 4, "caught": 2, "unviable": 1, "timeout": 0, "missed": 1, "excluded": 0}, counts
     assert missed == ["b"], missed
+    assert [build_name(b) for b in builds(dict(group, build=[
+        {"features": ["v2", "debug"]}, {"target": "i686-unknown-linux-gnu"}]))] == \
+        ["default", "v2+debug", "i686-unknown-linux-gnu"]
     assert regex_escape("a.rs:1:2: replace && with || in f -> (u8)") == \
         "a\\.rs:1:2: replace && with \\|\\| in f -> \\(u8\\)"
     # A group's hash follows its test files: deleting a test re-runs its groups.

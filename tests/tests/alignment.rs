@@ -3,6 +3,8 @@
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::Pattern;
+#[cfg(mimalloc_large_request_cap)]
+use mimalloc_tests::{is_child, run_child};
 use std::alloc::{GlobalAlloc, Layout};
 
 const KIB: usize = 1 << 10;
@@ -257,4 +259,47 @@ fn largest_layouts_are_usable_or_null() {
             MiMalloc.dealloc(p, layout);
         }
     }
+}
+
+/// Where the crate refuses requests near 2 GiB (`cfg(mimalloc_large_request_cap)`: mimalloc 3.6.0
+/// faults on them, docs/known-issues.md), it refuses exactly those beyond the bound less the
+/// alignment (`route::beyond_largest`), through each entry: one byte beyond is null, allocated
+/// plain or zeroed, at any alignment; a request of the bound itself is served and usable at both
+/// ends, and growing it past the bound is refused with the block kept. In a child, whose 4 GiB
+/// address space has room for one such block and holds nothing of the other tests.
+#[cfg(mimalloc_large_request_cap)]
+#[test]
+fn child_the_32_bit_cap_refuses_exactly_the_requests_beyond_it() {
+    const TEST: &str = "child_the_32_bit_cap_refuses_exactly_the_requests_beyond_it";
+    const BOUND: usize = (1 << 31) - (4 << 20);
+    if is_child() {
+        // SAFETY: non-zero sizes; the one block served is written within its size and freed
+        // once, with its layout (the refused realloc leaves it as it was).
+        unsafe {
+            for align in [1, 16, 4096] {
+                let beyond = Layout::from_size_align(BOUND - align + 1, align).unwrap();
+                assert!(MiMalloc.alloc(beyond).is_null(), "{beyond:?} was served");
+                assert!(
+                    MiMalloc.alloc_zeroed(beyond).is_null(),
+                    "{beyond:?} was served zeroed"
+                );
+            }
+            // One block of the bound: the address space has room for one.
+            let at = Layout::from_size_align(BOUND - 1, 1).unwrap();
+            let p = MiMalloc.alloc(at);
+            assert!(!p.is_null(), "{at:?} was refused");
+            p.write(1);
+            p.add(at.size() - 1).write(2);
+            assert!(MiMalloc.realloc(p, at, at.size() + 1).is_null());
+            assert_eq!((p.read(), p.add(at.size() - 1).read()), (1, 2));
+            MiMalloc.dealloc(p, at);
+        }
+        println!("BOUND HELD");
+        return;
+    }
+    let out = run_child(TEST, &[]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("BOUND HELD"),
+        "{out:?}"
+    );
 }
