@@ -135,12 +135,21 @@ def excluded_by_file(group):
     return counts
 
 
+def test_args(group):
+    """The cargo arguments that pick the group's tests: its targets of mimalloc-tests and, with
+    `lib = true`, the `mimalloc` crate's own unit tests (`--lib` also runs mimalloc-tests' few)."""
+    packages = ["mimalloc-tests"] + (["mimalloc"] if group.get("lib") else [])
+    targets = [f"--test={test}" for test in group["tests"]]
+    return packages, targets + (["--lib"] if group.get("lib") else [])
+
+
 def run_baseline(group, build, where):
     """The group's tests must pass unmutated, or every mutant would look caught. cargo-mutants'
     own baseline (27.1.0) runs the tests of the mutated package, not of `--test-package`."""
     cwd, env, cargo_args = where
-    command = [env.get("CARGO", "cargo"), "test", "-q", "-p", "mimalloc-tests"] + cargo_args
-    command += feature_args(build) + [f"--test={test}" for test in group["tests"]]
+    packages, targets = test_args(group)
+    command = [env.get("CARGO", "cargo"), "test", "-q"] + [f"--package={p}" for p in packages]
+    command += cargo_args + feature_args(build) + targets
     print("  $ " + " ".join(command), flush=True)
     if subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         sys.exit(f"the tests of group {group['name']} fail unmutated")
@@ -152,14 +161,15 @@ def run_cargo_mutants(group, build, only, out_dir):
     env = dict(os.environ, **added)
     run_baseline(group, build, (cwd, env, cargo_args))
     # Not `cargo mutants`: cargo would set CARGO to itself, and cargo-mutants runs $CARGO.
-    command = ["cargo-mutants", "mutants", "--test-package=mimalloc-tests", "--baseline=skip",
-               "--no-shuffle", f"--timeout={group.get('timeout', 180)}", "-o", str(out_dir),
-               f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
+    packages, targets = test_args(group)
+    command = ["cargo-mutants", "mutants"] + [f"--test-package={p}" for p in packages]
+    command += ["--baseline=skip", "--no-shuffle", f"--timeout={group.get('timeout', 180)}",
+                "-o", str(out_dir), f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
     command += [f"--cargo-arg={arg}" for arg in cargo_args]
     command += feature_args(build) + file_args(group)
     for name in only or []:
         command += ["--re", "^" + regex_escape(name) + "$"]
-    command += ["--"] + [f"--test={test}" for test in group["tests"]]
+    command += ["--"] + targets
     print("  $ " + " ".join(command), flush=True)
     # Exit codes 2 (missed) and 3 (timeouts) are judged from the outcomes; others fail.
     status = subprocess.run(command, cwd=cwd, env=env).returncode
@@ -359,6 +369,8 @@ def self_test():
     assert counts["mimalloc/src/arena.rs"] == {
         "mutants": 4, "caught": 2, "unviable": 1, "timeout": 0, "missed": 1, "excluded": 0}, counts
     assert missed == ["b"], missed
+    assert test_args(dict(group, lib=True)) == (
+        ["mimalloc-tests", "mimalloc"], ["--test=arena", "--lib"])
     assert [build_name(b) for b in builds(dict(group, build=[
         {"features": ["v2", "debug"]}, {"target": "i686-unknown-linux-gnu"}]))] == \
         ["default", "v2+debug", "i686-unknown-linux-gnu"]

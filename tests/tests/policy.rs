@@ -295,3 +295,60 @@ fn child_background_purge_turned_off_and_on_while_running() {
     assert_eq!(mimalloc_tests::purge_threads(), 1);
     drop(heap);
 }
+
+/// The policy's lines on stderr, as mimalloc writes its own: a setting that does not parse is a
+/// warning, always shown, with the variable, its value and what it should have been; a line
+/// longer than 200 bytes is cut to 199 and its newline; a note (the heap switching to huge
+/// pages) only while mimalloc's `verbose` option is on.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build has no memory policy to speak (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_policy_lines_on_stderr() {
+    const TEST: &str = "child_policy_lines_on_stderr";
+    if is_child() {
+        // A large block past a threshold of 1 MiB: the switch, before it is served, and its note.
+        drop(mimalloc_tests::keep(vec![1u8; 4 * MIB]));
+        return;
+    }
+    let long = "x".repeat(300);
+    let lines = |verbose: &str| {
+        let env = [
+            ("MIMALLOC_VERBOSE", verbose),
+            ("MIMALLOC_HUGE_PAGES_FROM", "1MiB"),
+            ("MIMALLOC_BACKGROUND_PURGE", "maybe"),
+        ];
+        let out = run_child(TEST, &env);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr
+            .split_inclusive('\n')
+            .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let quiet = lines("0");
+    assert_eq!(
+        quiet,
+        ["mimalloc: warning: policy: ignoring MIMALLOC_BACKGROUND_PURGE=maybe: not 1 or 0\n"],
+        "without verbose: the warning alone"
+    );
+    let verbose = lines("1");
+    assert!(verbose.contains(&quiet[0]), "{verbose:?}");
+    assert!(
+        verbose.iter().any(|line| line
+            .starts_with("mimalloc: policy: huge pages for the heap from now on (")
+            && line.ends_with(" MiB committed)\n")),
+        "verbose: the switch's note: {verbose:?}"
+    );
+
+    let out = run_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", long.as_str())]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let cut = stderr
+        .split_inclusive('\n')
+        .find(|line| line.contains("ignoring MIMALLOC_HUGE_PAGES_FROM=xxx"))
+        .unwrap_or_else(|| panic!("no warning for the long value: {stderr}"));
+    let start = "mimalloc: warning: policy: ignoring MIMALLOC_HUGE_PAGES_FROM=";
+    assert_eq!(cut, format!("{start}{}\n", &long[..199 - start.len()]));
+}
