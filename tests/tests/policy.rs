@@ -352,3 +352,36 @@ fn child_policy_lines_on_stderr() {
     let start = "mimalloc: warning: policy: ignoring MIMALLOC_HUGE_PAGES_FROM=";
     assert_eq!(cut, format!("{start}{}\n", &long[..199 - start.len()]));
 }
+
+/// The defaults: a program starts in 4 KiB pages with no purge thread, and stays so while it
+/// commits less than the thresholds (a large block makes the policy look); past them its heap
+/// gets huge pages and the purge thread runs.
+#[test]
+#[cfg_attr(
+    not(all(mimalloc_adaptive_thp, mimalloc_background_purge)),
+    ignore = "this build has no memory policy (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_the_default_thresholds_hold() {
+    const TEST: &str = "child_the_default_thresholds_hold";
+    if !is_child() {
+        if kernel_shows_huge_pages(TEST) {
+            in_child(TEST, &[]);
+        }
+        return;
+    }
+    let small = HugePages::Small {
+        from: policy::HUGE_PAGES_FROM,
+    };
+    assert_eq!(policy::huge_pages(), small);
+    let block = mimalloc_tests::keep(vec![1u8; 2 * MIB]);
+    assert_eq!(policy::huge_pages(), small);
+    assert_eq!(policy::background_purge(), BackgroundPurge::Waiting);
+    let past = policy::HUGE_PAGES_FROM.max(policy::PURGE_FROM) + 2 * MIB;
+    let large = mimalloc_tests::keep(vec![1u8; past]);
+    // The switch comes before the block that crosses the threshold is served (so that the
+    // block is born in huge pages); the purge starts at the next look, once it is committed.
+    assert_eq!(policy::huge_pages(), HugePages::Huge);
+    let next = mimalloc_tests::keep(vec![1u8; 2 * MIB]);
+    assert_eq!(policy::background_purge(), BackgroundPurge::Running);
+    drop((block, large, next));
+}
