@@ -19,6 +19,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,8 +53,11 @@ def input_paths(group):
     """The files whose change can change the group's result (besides code the tests reach
     through other files: the spot check re-runs a recorded group for that; and the exclusions,
     which count through the mutants they leave, see `group_hash`)."""
-    paths = list(group["files"]) + SHARED_INPUTS
-    paths += [f"tests/tests/{test}.rs" for test in group["tests"]]
+    if "crate" in group:
+        paths = list(group["files"]) + [group["crate"]["test"]]
+    else:
+        paths = list(group["files"]) + SHARED_INPUTS
+        paths += [f"tests/tests/{test}.rs" for test in group["tests"]]
     files = []
     for path in paths:
         full = ROOT / path
@@ -83,8 +87,9 @@ def feature_args(build):
     return ["--features", ",".join(f"mimalloc-tests/{f}" for f in features)] if features else []
 
 
-def file_args(group):
-    return [arg for path in group["files"] for arg in ("-f", path)]
+def file_args(files):
+    """cargo-mutants' arguments for the group's files (`place`'s map: repository -> here)."""
+    return [arg for path in files.values() for arg in ("-f", path)]
 
 
 def builds(group):
@@ -100,30 +105,80 @@ def build_name(build):
     return "+".join(build["features"] + ([build["target"]] if build["target"] else [])) or "default"
 
 
-def workspace(build):
-    """Where a build runs, the environment it adds and the arguments every cargo command of it
-    takes. A `target` build runs where scripts/cross-test.sh runs that target (Debian's Rust
-    1.63, the one toolchain here with a 32-bit standard library: its workspace of the MSRV
-    crates, its linker, its cargo), which the script prepares and describes (`--env`)."""
+def place(group, build):
+    """Where a build of the group runs: (directory, the environment it adds, the arguments every
+    cargo command of it takes, the group's files as paths there). A `target` build runs where
+    scripts/cross-test.sh runs that target (Debian's Rust 1.63, the one toolchain here with a
+    32-bit standard library: its workspace of the MSRV crates, its linker, its cargo), which
+    the script prepares and describes (`--env`). A group with `crate` runs in a crate of its
+    own (`scratch_crate`)."""
     env = dict(build["env"])
+    if "crate" in group:
+        return scratch_crate(group) + ({v: k for k, v in crate_files(group).items()},)
+    files = {path: path for path in group["files"]}
     if not build["target"]:
-        return ROOT, env, []
+        return ROOT, env, [], files
     described = subprocess.run(["scripts/cross-test.sh", build["target"], "--env"], cwd=ROOT,
                                check=True, capture_output=True, text=True).stdout
     for line in described.splitlines():
         key, sep, value = line.partition("=")
         if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             env[key] = value
-    return pathlib.Path(env.pop("CROSS_WS")), env, [f"--target={build['target']}", "--offline"]
+    cargo_args = [f"--target={build['target']}", "--offline"]
+    return pathlib.Path(env.pop("CROSS_WS")), env, cargo_args, files
+
+
+def crate_files(group):
+    """A `crate` group's files (the modules of its crate): their path in its crate, and in the
+    repository."""
+    return {f"src/{pathlib.Path(module).name}": module for module in group["files"]}
+
+
+def scratch_crate(group):
+    """Writes the crate of a group whose files cargo-mutants cannot reach where they live:
+    mimalloc-sys's build plan is a module of its build script (and, by `#[path]`, of its test),
+    and cargo-mutants walks no build script. Under target/, a library of the modules (which
+    cargo-mutants walks) and the test file, reading the modules from the library's `src/` and
+    the repository's files where it read them relative to its manifest; the exclusions too.
+    Returns the crate's directory, no environment and no cargo arguments."""
+    spec, directory = group["crate"], ROOT / "target" / "mutants-crates" / group["name"]
+    shutil.rmtree(directory, ignore_errors=True)
+    for sub in ("src", "tests", ".cargo"):
+        (directory / sub).mkdir(parents=True)
+    shutil.copy(EXCLUSIONS, directory / ".cargo")
+    test = ROOT / spec["test"]
+    text = test.read_text()
+    for local, module in crate_files(group).items():
+        shutil.copy(ROOT / module, directory / local)
+        attribute = f'#[path = "{os.path.relpath(ROOT / module, test.parent)}"]'
+        if attribute not in text:
+            sys.exit(f"{spec['test']} does not include {module} by {attribute}")
+        text = text.replace(attribute, f'#[path = "../{local}"]')
+    text = text.replace('env!("CARGO_MANIFEST_DIR")', json.dumps(str(test.parent.parent)))
+    (directory / "tests" / test.name).write_text(text)
+    (directory / "src" / "lib.rs").write_text("#![allow(dead_code)]\n" + "".join(
+        f"mod {pathlib.Path(local).stem};\n" for local in crate_files(group)))
+    (directory / "Cargo.toml").write_text(
+        f'[package]\nname = "mutants-{group["name"]}"\nversion = "0.0.0"\nedition = "2021"\n'
+        "publish = false\n\n[workspace]\n")
+    return directory, {}, []
 
 
 def listed(group, use_config):
-    """The mutants cargo-mutants makes of the group's files, with or without the exclusions."""
-    command = ["cargo", "mutants", "--list"] + file_args(group)
+    """The mutants cargo-mutants makes of the group's files, with or without the exclusions,
+    named by their paths in the repository."""
+    cwd, _, _, files = place(group, builds(group)[0])
+    command = ["cargo", "mutants", "--list"] + file_args(files)
     if not use_config:
         command.append("--no-config")
-    result = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
-    return [line for line in result.stdout.splitlines() if line.strip()]
+    result = subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
+    return [in_repository(line, files) for line in result.stdout.splitlines() if line.strip()]
+
+
+def in_repository(name, files):
+    """A mutant's name (or file) with its file's path in the repository."""
+    path, sep, rest = name.partition(":")
+    return {local: repo for repo, local in files.items()}.get(path, path) + sep + rest
 
 
 def excluded_by_file(group):
@@ -138,6 +193,8 @@ def excluded_by_file(group):
 def test_args(group):
     """The cargo arguments that pick the group's tests: its targets of mimalloc-tests and, with
     `lib = true`, the `mimalloc` crate's own unit tests (`--lib` also runs mimalloc-tests' few)."""
+    if "crate" in group:
+        return [f"mutants-{group['name']}"], [f"--test={test}" for test in group["tests"]]
     packages = ["mimalloc-tests"] + (["mimalloc"] if group.get("lib") else [])
     targets = [f"--test={test}" for test in group["tests"]]
     return packages, targets + (["--lib"] if group.get("lib") else [])
@@ -146,7 +203,7 @@ def test_args(group):
 def run_baseline(group, build, where):
     """The group's tests must pass unmutated, or every mutant would look caught. cargo-mutants'
     own baseline (27.1.0) runs the tests of the mutated package, not of `--test-package`."""
-    cwd, env, cargo_args = where
+    cwd, env, cargo_args = where[:3]
     packages, targets = test_args(group)
     command = [env.get("CARGO", "cargo"), "test", "-q"] + [f"--package={p}" for p in packages]
     command += cargo_args + feature_args(build) + targets
@@ -157,7 +214,7 @@ def run_baseline(group, build, where):
 
 def run_cargo_mutants(group, build, only, out_dir):
     """Outcomes of the group's mutants in `build` (only those named in `only`, if given)."""
-    cwd, added, cargo_args = workspace(build)
+    cwd, added, cargo_args, files = place(group, build)
     env = dict(os.environ, **added)
     run_baseline(group, build, (cwd, env, cargo_args))
     # Not `cargo mutants`: cargo would set CARGO to itself, and cargo-mutants runs $CARGO.
@@ -166,9 +223,9 @@ def run_cargo_mutants(group, build, only, out_dir):
     command += ["--baseline=skip", "--no-shuffle", f"--timeout={group.get('timeout', 180)}",
                 "-o", str(out_dir), f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
     command += [f"--cargo-arg={arg}" for arg in cargo_args]
-    command += feature_args(build) + file_args(group)
+    command += feature_args(build) + file_args(files)
     for name in only or []:
-        command += ["--re", "^" + regex_escape(name) + "$"]
+        command += ["--re", "^" + regex_escape(in_place(name, files)) + "$"]
     command += ["--"] + targets
     print("  $ " + " ".join(command), flush=True)
     # Exit codes 2 (missed) and 3 (timeouts) are judged from the outcomes; others fail.
@@ -176,8 +233,20 @@ def run_cargo_mutants(group, build, only, out_dir):
     if status not in (0, 2, 3):
         sys.exit(f"cargo mutants failed with exit code {status}")
     outcomes = json.loads((out_dir / "mutants.out" / "outcomes.json").read_text())
-    return [(o["scenario"]["Mutant"], OUTCOMES[o["summary"]]) for o in outcomes["outcomes"]
+    return [(in_repository_mutant(o["scenario"]["Mutant"], files), OUTCOMES[o["summary"]])
+            for o in outcomes["outcomes"]
             if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
+
+
+def in_repository_mutant(mutant, files):
+    return dict(mutant, file=in_repository(mutant["file"], files),
+                name=in_repository(mutant["name"], files))
+
+
+def in_place(name, files):
+    """A mutant's name with its file's path where the build runs (`place`)."""
+    path, sep, rest = name.partition(":")
+    return files.get(path, path) + sep + rest
 
 
 def regex_escape(name):
