@@ -134,7 +134,9 @@ export MIMALLOC_TESTS_EMULATOR="$emulator"
 if [ "${1:-}" = --env ]; then
   # Not CARGO_TARGET_DIR: each of cargo-mutants' copies builds in a target directory of its own.
   printf 'CROSS_WS=%s\nCARGO=%s\n' "$ws" "$old_cargo"
-  env | grep -E '^(RUSTC|RUSTDOC|RUST_BACKTRACE|CARGO_TARGET_[A-Z0-9_]+_LINKER|CC_[a-z0-9_]+|MIMALLOC_TESTS_EMULATOR)=' || true
+  # cargo runs the tests under the emulator itself (cargo-mutants runs `cargo test`).
+  [ "${#runner[@]}" -eq 0 ] || printf 'CARGO_TARGET_%s_RUNNER=%s\n' "$triple_env" "${runner[*]}"
+  env | grep -E '^(RUSTC|RUSTDOC|RUST_BACKTRACE|CARGO_TARGET_[A-Z0-9_]+_LINKER|CC_[a-z0-9_]+|MIMALLOC_TESTS_EMULATOR|WINEPREFIX|WINEDEBUG)=' || true
   exit 0
 fi
 

@@ -316,7 +316,7 @@ def run_group(group):
 
 
 def record_groups(names):
-    groups, record, failed = load_groups(), load_record(), []
+    groups, failed = load_groups(), []
     for name in names or groups:
         group = groups[name]
         # Hashed before the run: what the run copied, not what an edit meanwhile made of it.
@@ -325,6 +325,8 @@ def record_groups(names):
         if counts is None:
             failed.append(name)
             continue
+        # Read again: another run of the script may have recorded a group meanwhile.
+        record = load_record()
         record[name] = {"hash": digest, "date": datetime.date.today().isoformat(),
                         "cargo_mutants": CARGO_MUTANTS, "files": counts}
         # Each group as it passes: a later group's failure keeps the earlier ones' runs.
