@@ -31,8 +31,10 @@ RECORD = ROOT / "mutants" / "record.json"
 EXCLUSIONS = ROOT / ".cargo" / "mutants.toml"
 # The version the record was made with: another version may make other mutants.
 CARGO_MUTANTS = "27.1.0"
-# What every group's tests read besides their own files: the suite's library and build script.
-SHARED_INPUTS = ["tests/src", "tests/build.rs", "tests/Cargo.toml"]
+# The packages whose test targets a group names (`package`, mimalloc-tests unless it says), by
+# directory; what every group's tests read besides their own files is the package's library,
+# build script and manifest.
+PACKAGES = {"mimalloc-tests": "tests", "mimalloc-prof": "prof"}
 OUTCOMES = {"CaughtMutant": "caught", "MissedMutant": "missed", "Unviable": "unviable",
             "Timeout": "timeout"}
 FIGURES = ("mutants", "caught", "unviable", "timeout", "missed", "excluded")
@@ -56,8 +58,10 @@ def input_paths(group):
     if "crate" in group:
         paths = list(group["files"]) + [group["crate"]["test"]]
     else:
-        paths = list(group["files"]) + SHARED_INPUTS
-        paths += [f"tests/tests/{test}.rs" for test in group["tests"]]
+        directory = PACKAGES[package(group)]
+        paths = list(group["files"]) + [f"{directory}/{shared}" for shared in
+                                        ("src", "build.rs", "Cargo.toml")]
+        paths += [f"{directory}/tests/{test}.rs" for test in group["tests"]]
     files = []
     for path in paths:
         full = ROOT / path
@@ -82,9 +86,13 @@ def group_hash(group):
     return digest.hexdigest()
 
 
-def feature_args(build):
-    features = build.get("features", [])
-    return ["--features", ",".join(f"mimalloc-tests/{f}" for f in features)] if features else []
+def package(group):
+    return group.get("package", "mimalloc-tests")
+
+
+def feature_args(group, build):
+    features = [f"{package(group)}/{feature}" for feature in build.get("features", [])]
+    return ["--features", ",".join(features)] if features else []
 
 
 def file_args(files):
@@ -191,11 +199,12 @@ def excluded_by_file(group):
 
 
 def test_args(group):
-    """The cargo arguments that pick the group's tests: its targets of mimalloc-tests and, with
-    `lib = true`, the `mimalloc` crate's own unit tests (`--lib` also runs mimalloc-tests' few)."""
+    """The packages and cargo arguments that pick the group's tests: its targets of its package
+    and, with `lib = true`, the `mimalloc` crate's own unit tests (`--lib` also runs the
+    package's own, if any)."""
     if "crate" in group:
         return [f"mutants-{group['name']}"], [f"--test={test}" for test in group["tests"]]
-    packages = ["mimalloc-tests"] + (["mimalloc"] if group.get("lib") else [])
+    packages = [package(group)] + (["mimalloc"] if group.get("lib") else [])
     targets = [f"--test={test}" for test in group["tests"]]
     return packages, targets + (["--lib"] if group.get("lib") else [])
 
@@ -206,7 +215,7 @@ def run_baseline(group, build, where):
     cwd, env, cargo_args = where[:3]
     packages, targets = test_args(group)
     command = [env.get("CARGO", "cargo"), "test", "-q"] + [f"--package={p}" for p in packages]
-    command += cargo_args + feature_args(build) + targets
+    command += cargo_args + feature_args(group, build) + targets
     print("  $ " + " ".join(command), flush=True)
     if subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         sys.exit(f"the tests of group {group['name']} fail unmutated")
@@ -223,7 +232,7 @@ def run_cargo_mutants(group, build, only, out_dir):
     command += ["--baseline=skip", "--no-shuffle", f"--timeout={group.get('timeout', 180)}",
                 "-o", str(out_dir), f"--jobs={os.environ.get('MUTANTS_JOBS', '2')}"]
     command += [f"--cargo-arg={arg}" for arg in cargo_args]
-    command += feature_args(build) + file_args(files)
+    command += feature_args(group, build) + file_args(files)
     for name in only or []:
         command += ["--re", "^" + regex_escape(in_place(name, files)) + "$"]
     command += ["--"] + targets
