@@ -293,7 +293,7 @@ fn published(
     );
     publish(
         p,
-        guarded(&c, version),
+        guarded(&c),
         "mimalloc_guarded",
         "MI_GUARDED: a sample of blocks sits right before a guard page, so the routing core \
          rounds plain sizes up to their alignment (a block placed precisely is aligned only to \
@@ -387,10 +387,6 @@ fn free_published(published: &mut Vec<Published>, c: &Preprocessor, version: Ver
 struct Preprocessor<'a>(&'a [Define]);
 
 impl Preprocessor<'_> {
-    /// `defined(NAME)`.
-    fn defined(&self, name: &str) -> bool {
-        self.0.iter().any(|d| d.name == name)
-    }
     /// `#if NAME`: false for an undefined name, as in C.
     fn on(&self, name: &str) -> bool {
         self.0
@@ -405,17 +401,11 @@ impl Preprocessor<'_> {
     }
 }
 
-/// Whether guard pages are compiled in: `MI_GUARDED` as the plan defines it ([`tool_defines`]
-/// always does), else as `include/mimalloc/types.h` defaults it: on in debug builds (mimalloc 2),
-/// in debug builds with C assertions and without `MI_OPT_FREE_SMALL` (mimalloc 3).
-fn guarded(c: &Preprocessor, version: Version) -> bool {
-    if c.defined("MI_GUARDED") {
-        return c.on("MI_GUARDED");
-    }
-    match version {
-        Version::V2 => c.on("MI_DEBUG"),
-        Version::V3 => c.on("MI_DEBUG") && !c.defined("NDEBUG") && !c.on("MI_OPT_FREE_SMALL"),
-    }
+/// Whether guard pages are compiled in: `MI_GUARDED` as the plan defines it. [`tool_defines`]
+/// always defines it (to 0 unless the `guarded` feature asks), because `include/mimalloc/types.h`
+/// would otherwise turn it on in debug builds.
+fn guarded(c: &Preprocessor) -> bool {
+    c.on("MI_GUARDED")
 }
 
 /// Whether the routing core may free a block of a small layout with mimalloc 3's
@@ -443,7 +433,7 @@ fn small_free(c: &Preprocessor, version: Version) -> bool {
     let small_is_aligned = !c.zero("MI_OPT_FREE_SMALL")
         && (c.on("MI_OPT_FREE_SMALL") || meta_is_aligned)
         && !c.on("MI_SECURE")
-        && !guarded(c, version);
+        && !guarded(c);
     // Ours: debug builds free through `mi_free`, which reports a bad pointer.
     small_is_aligned && !c.on("MI_DEBUG")
 }

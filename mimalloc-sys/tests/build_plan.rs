@@ -34,6 +34,8 @@ const FACTS: &[(&str, [&str; 7])] = &[
     ("wasm32-wasip1", ["wasm32", "unknown", "wasi", "p1", "wasm", "8,16,32,64,ptr", ""]),
     ("thumbv7em-none-eabihf", ["arm", "unknown", "none", "", "", "8,16,32,ptr", ""]),
     ("x86_64-unknown-freebsd", ["x86_64", "unknown", "freebsd", "", "unix", "8,16,32,64,ptr", "sse2"]),
+    ("x86_64-unknown-netbsd", ["x86_64", "unknown", "netbsd", "", "unix", "8,16,32,64,ptr", "fxsr,sse,sse2"]),
+    ("x86_64-unknown-openbsd", ["x86_64", "unknown", "openbsd", "", "unix", "8,16,32,64,ptr", "fxsr,sse,sse2"]),
 ];
 
 /// The facts cargo gives a build script for `triple`, through the function the build script
@@ -119,6 +121,8 @@ fn linux_gnu_default() {
     assert_eq!(value(&plan, "MI_DEBUG"), Some(Some("0")));
     assert_eq!(value(&plan, "NDEBUG"), Some(None));
     assert!(has_flag(&plan, "-ftls-model=initial-exec"));
+    // Only an `override` build needs its calls kept from becoming `malloc`'s.
+    assert!(!has_flag(&plan, "-fno-builtin-malloc"));
     // GCC 12's false report in 3.6.0's sample-guarded.c, which every build would print.
     assert!(has_flag(&plan, "-Wno-stringop-overflow"));
     assert!(plan.link_libs.is_empty(), "{:?}", plan.link_libs);
@@ -243,6 +247,7 @@ fn override_is_refused_loudly_on_windows() {
             },
         );
         assert_eq!(value(&plan, "MI_MALLOC_OVERRIDE"), None, "{triple}");
+        assert!(!has_flag(&plan, "-fno-builtin-malloc"), "{triple}");
         assert!(
             plan.warnings.iter().any(|w| w.contains("override")),
             "{triple}: {:?}",
@@ -831,6 +836,11 @@ fn the_profiler_records_stacks_where_the_c_library_can() {
     assert!(build(&target("x86_64-unknown-freebsd"), v2)
         .link_libs
         .is_empty());
+    // NetBSD's and OpenBSD's backtrace() too; they list mappings without libutil.
+    for triple in ["x86_64-unknown-netbsd", "x86_64-unknown-openbsd"] {
+        assert_eq!(default_plan(triple).link_libs, ["execinfo"], "{triple}");
+        assert!(build(&target(triple), v2).link_libs.is_empty(), "{triple}");
+    }
 }
 
 /// The default features with one or more changed by `set`.
