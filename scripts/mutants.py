@@ -347,7 +347,7 @@ def record_groups(names):
 
 
 def check():
-    groups, record = load_groups(), load_record()
+    groups, record = judged_groups(), load_record()
     stale = [name for name, group in groups.items()
              if record.get(name, {}).get("hash") != group_hash(group)]
     for name in groups:
@@ -367,17 +367,27 @@ def check():
         if record.get(name, {}).get("hash") != group_hash(groups[name]):
             print(f"mutants: group {name} passed but its record is stale:"
                   f" `python3 scripts/mutants.py record {name}` would spare later runs")
-    for pending in pending_files(groups):
-        print(f"mutants: {pending}")
+    for paths, why in pending():
+        print(f"mutants: PENDING {', '.join(paths)}: {why}")
     if failed:
         sys.exit(f"mutants: missed mutants in group(s) {', '.join(failed)} (above)")
 
 
-def pending_files(groups):
-    """Lines for the core files no group judges yet (mutants/groups.toml's `pending`)."""
+def judged_groups():
+    """The groups the lane holds to their record: all but those marked `pending`."""
+    return {name: group for name, group in load_groups().items() if "pending" not in group}
+
+
+def pending():
+    """The core files no recorded group judges yet, with what stands in the way: mutants/
+    groups.toml's `pending` table, and its groups marked `pending` (defined, so that `record`
+    can run them, but not yet held to a record)."""
     with open(GROUPS, "rb") as file:
-        pending = tomllib.load(file).get("pending", {})
-    return [f"PENDING {path}: {why}" for path, why in sorted(pending.items())]
+        table = tomllib.load(file).get("pending", {})
+    lines = [([path], why) for path, why in sorted(table.items())]
+    lines += [(group["files"], f"group {name}: {group['pending']}")
+              for name, group in sorted(load_groups().items()) if "pending" in group]
+    return lines
 
 
 def table():
@@ -398,8 +408,8 @@ def summary():
     return (f"{total['mutants']} mutants of {len(files)} core files: {total['caught']} caught,"
             f" {total['unviable']} unviable (they do not build), {total['timeout']} timed out,"
             f" {total['missed']} missed, and {total['excluded']} more excluded with their reasons;"
-            f" {len(pending_files(load_groups()))} more core files and directories not yet judged"
-            " (`pending` in mutants/groups.toml, with why).")
+            f" {sum(len(paths) for paths, _ in pending())} more core files and directories not"
+            " yet judged (`pending` in mutants/groups.toml, with why).")
 
 
 # The generated parts of the docs: between a start marker and END in each file.
