@@ -17,7 +17,7 @@ const HELD: usize = 3000;
 
 thread_local! {
     /// Freed by its destructor when the thread exits.
-    static BLOCK: RefCell<Option<Box<[u8; HELD]>>> = RefCell::new(None);
+    static BLOCK: RefCell<Option<Box<[u8; HELD]>>> = const { RefCell::new(None) };
 }
 
 /// The process-wide figure, exact (the child runs this one test on a thread of its own while
