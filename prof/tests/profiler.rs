@@ -25,8 +25,13 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     // One process-wide profiler at a time, so the checks run in order, not on libtest's threads;
     // the line libtest would print lets `.ci/run` count them.
-    let checks: [Check; 6] = [
+    let checks: [Check; 8] = [
         ("refuses_bad_requests", refuses_bad_requests),
+        ("takes_a_relative_base", takes_a_relative_base),
+        (
+            "refuses_a_directory_in_the_snapshots_place",
+            refuses_a_directory_in_the_snapshots_place,
+        ),
         ("writes_numbered_snapshots", writes_numbered_snapshots),
         (
             "says_when_nothing_was_written",
@@ -68,7 +73,91 @@ fn refuses_bad_requests(dir: &Path) {
         matches!(missing, Err(ProfileError::Io(ref p, _)) if p.ends_with("no-such-dir")),
         "{missing:?}"
     );
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let under_file = Profiler::start(file.join("heap"));
+    assert!(
+        matches!(under_file, Err(ProfileError::Io(ref p, _)) if *p == file),
+        "{under_file:?}"
+    );
+    assert!(matches!(
+        Profiler::start(""),
+        Err(ProfileError::BadBaseName(_))
+    ));
+    says_why(zero, nul, missing);
+    // mimalloc's file-name buffer takes a base of 1000 bytes, not one more.
+    let mut longest = dir.join("").into_os_string().into_string().unwrap();
+    longest.push_str(&"y".repeat(1000 - longest.len()));
+    Profiler::start(&longest).unwrap().stop();
+    longest.push('y');
+    let too_long = Profiler::start(&longest);
+    assert!(
+        matches!(too_long, Err(ProfileError::BadBaseName(_))),
+        "{too_long:?}"
+    );
     println!("bad requests: refused");
+}
+
+/// Each error says what went wrong, and an I/O error gives its cause as its `source`.
+fn says_why(
+    zero: Result<Profiler, ProfileError>,
+    nul: Result<Profiler, ProfileError>,
+    missing: Result<Profiler, ProfileError>,
+) {
+    use std::error::Error;
+    let zero = zero.unwrap_err();
+    assert_eq!(zero.to_string(), "the sample rate must be at least 1 byte");
+    assert!(zero.source().is_none());
+    let nul = nul.unwrap_err().to_string();
+    assert!(
+        nul.ends_with(": a profile base name must be UTF-8 without NUL bytes, at most 1000 bytes"),
+        "{nul}"
+    );
+    let missing = missing.unwrap_err();
+    assert!(missing.to_string().contains("no-such-dir: "), "{missing}");
+    let cause = missing
+        .source()
+        .and_then(|e| e.downcast_ref::<std::io::Error>());
+    assert_eq!(
+        cause.map(std::io::Error::kind),
+        Some(std::io::ErrorKind::NotFound),
+        "{missing:?}"
+    );
+}
+
+/// A relative base is taken from the current directory, as a file name is.
+fn takes_a_relative_base(dir: &Path) {
+    let before = std::env::current_dir().unwrap();
+    std::env::set_current_dir(dir).unwrap();
+    let profiler = Profiler::options()
+        .sample_rate(4096)
+        .start("relative")
+        .unwrap();
+    let path = profiler.snapshot().unwrap();
+    std::env::set_current_dir(before).unwrap();
+    assert_eq!(path, Path::new("relative.0001.pb"));
+    assert!(dir.join(&path).is_file());
+    println!("relative base: written in the current directory");
+}
+
+/// A directory where a snapshot goes is not the snapshot: it is reported, not written into,
+/// and the numbering stays mimalloc's.
+fn refuses_a_directory_in_the_snapshots_place(dir: &Path) {
+    let base = dir.join("occupied");
+    let profiler = Profiler::start(&base).unwrap();
+    let place = dir.join("occupied.0001.pb");
+    std::fs::create_dir(&place).unwrap();
+    let result = profiler.snapshot();
+    assert!(
+        matches!(result, Err(ProfileError::Io(ref p, _)) if *p == place),
+        "{result:?}"
+    );
+    std::fs::remove_dir(&place).unwrap();
+    assert_eq!(profiler.snapshot().unwrap(), place);
+    println!(
+        "a directory in the snapshot's place: {}",
+        result.unwrap_err()
+    );
 }
 
 fn writes_numbered_snapshots(dir: &Path) {
@@ -80,6 +169,17 @@ fn writes_numbered_snapshots(dir: &Path) {
     assert!(
         matches!(second, Err(ProfileError::AlreadyRunning)),
         "{second:?}"
+    );
+    assert_eq!(
+        second.unwrap_err().to_string(),
+        "a heap profiler is already attached (another Profiler, or MIMALLOC_PROFILE)"
+    );
+    assert_eq!(
+        format!("{profiler:?}"),
+        format!(
+            "Profiler {{ base: {:?}, format: Pprof, .. }}",
+            dir.join("heap.v1")
+        )
     );
     let kept: Vec<Vec<u8>> = (0..256).map(|i| vec![i as u8; 16 << 10]).collect();
     // The base name is kept whole (mimalloc would strip ".v1"), numbered from 1.
@@ -119,7 +219,9 @@ fn says_when_nothing_was_written(dir: &Path) {
         matches!(result, Err(ProfileError::NotWritten(ref p)) if p.ends_with("heap.0001.pb")),
         "{result:?}"
     );
-    println!("unwritable snapshot: {}", result.unwrap_err());
+    let why = result.unwrap_err().to_string();
+    assert!(why.contains(": mimalloc wrote no snapshot ("), "{why}");
+    println!("unwritable snapshot: {why}");
 }
 
 fn writes_the_text_format(dir: &Path) {

@@ -166,14 +166,35 @@ mod tests {
         assert_eq!(fixed, expected);
     }
 
-    #[test]
-    fn mappings_get_offsets_and_interned_build_ids() {
+    /// The mappings' fields and the string table of a completed profile.
+    fn read_back(profile: &[u8]) -> (Vec<Vec<Value<'_>>>, Vec<&[u8]>) {
+        let (mut mappings, mut strings) = (Vec::new(), Vec::new());
+        for field in wire::fields(profile) {
+            let field = field.unwrap();
+            match (field.number, field.value) {
+                (PROFILE_MAPPING, Value::Bytes(m)) => {
+                    mappings.push(wire::fields(m).map(|f| f.unwrap().value).collect());
+                }
+                (PROFILE_STRING_TABLE, Value::Bytes(s)) => strings.push(s),
+                _ => {}
+            }
+        }
+        (mappings, strings)
+    }
+
+    /// Images with one segment, at 0x7200 from file offset 0x2200, of a file with a build id.
+    fn one_image() -> Images {
         let mut images = Images::default();
         images.add(
             &[(0x7200, 0x2200, 0x2000)],
             Some(std::vec![0xab, 0x01]),
             4096,
         );
+        images
+    }
+
+    #[test]
+    fn mappings_get_offsets_and_interned_build_ids() {
         let mut profile = Vec::new();
         wire::put_bytes_field(&mut profile, PROFILE_STRING_TABLE, b"");
         for (id, start) in [(1, 0x7000), (2, 0x8000), (3, 0x100000)] {
@@ -181,33 +202,8 @@ mod tests {
             wire::put_bytes_field(&mut profile, PROFILE_MAPPING, &mapping);
         }
         wire::put_bytes_field(&mut profile, PROFILE_STRING_TABLE, b"name");
-        let fixed = protobuf(&profile, &images).unwrap();
-
-        let mut mappings = Vec::new();
-        let mut strings = Vec::new();
-        for field in wire::fields(&fixed) {
-            match field.unwrap() {
-                wire::Field {
-                    number: PROFILE_MAPPING,
-                    value: Value::Bytes(m),
-                    ..
-                } => {
-                    mappings.push(
-                        wire::fields(m)
-                            .map(|f| f.unwrap().value)
-                            .collect::<Vec<_>>(),
-                    );
-                }
-                wire::Field {
-                    number: PROFILE_STRING_TABLE,
-                    value: Value::Bytes(s),
-                    ..
-                } => {
-                    strings.push(s.to_vec());
-                }
-                _ => {}
-            }
-        }
+        let fixed = protobuf(&profile, &one_image()).unwrap();
+        let (mappings, strings) = read_back(&fixed);
         assert_eq!(
             strings,
             [&b""[..], b"name", b"ab01"],
@@ -226,5 +222,18 @@ mod tests {
             3,
             "a mapping of no loaded image is left alone"
         );
+    }
+
+    #[test]
+    fn a_mapping_with_a_file_offset_is_left_alone() {
+        let placed = message(&[
+            (1, 4),
+            (MAPPING_MEMORY_START, 0x7000),
+            (MAPPING_FILE_OFFSET, 0x1000),
+        ]);
+        let mut profile = Vec::new();
+        wire::put_bytes_field(&mut profile, PROFILE_MAPPING, &placed);
+        let fixed = protobuf(&profile, &one_image()).unwrap();
+        assert_eq!(fixed, profile);
     }
 }

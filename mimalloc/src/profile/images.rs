@@ -209,13 +209,70 @@ mod loader {
             .filter(|p| p.is_power_of_two())
             .unwrap_or(4096)
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// A program header of `kind` for `len` bytes at `address` (the image's base is 0).
+        fn header(kind: u32, address: usize, len: usize, align: usize) -> Header {
+            Header {
+                p_type: kind,
+                p_flags: 0,
+                p_offset: 0,
+                p_vaddr: address as _,
+                p_paddr: address as _,
+                p_filesz: len as _,
+                p_memsz: len as _,
+                p_align: align as _,
+            }
+        }
+
+        fn found(headers: &[Header]) -> Option<std::vec::Vec<u8>> {
+            let note = headers.iter().find(|h| h.p_type == libc::PT_NOTE).unwrap();
+            notes_build_id(headers, 0, note).map(<[u8]>::to_vec)
+        }
+
+        #[test]
+        fn notes_are_read_only_inside_a_loaded_segment() {
+            let notes = super::super::tests::note(b"GNU\0", 3, &[7; 20]);
+            let (at, len) = (notes.as_ptr() as usize, notes.len());
+            let note = header(libc::PT_NOTE, at, len, 4);
+            let inside = header(libc::PT_LOAD, at - 16, len + 32, 4096);
+            assert_eq!(found(&[inside, note]), Some(std::vec![7; 20]));
+            let exact = header(libc::PT_LOAD, at, len, 4096);
+            assert_eq!(found(&[note, exact]), Some(std::vec![7; 20]));
+            // Not loaded: the note's own header, or a segment the loader does not map, covers it.
+            assert_eq!(found(&[note]), None);
+            let other = header(libc::PT_DYNAMIC, at, len, 8);
+            assert_eq!(found(&[other, note]), None);
+            // A segment that starts after the notes or ends before their end.
+            let after = header(libc::PT_LOAD, at + 1, len + 32, 4096);
+            assert_eq!(found(&[after, note]), None);
+            let short = header(libc::PT_LOAD, at - 16, len + 15, 4096);
+            assert_eq!(found(&[short, note]), None);
+        }
+
+        #[test]
+        fn eight_byte_aligned_notes_are_walked_in_eights() {
+            // A first note whose description ends 4 bytes into an 8-byte unit: the next one
+            // starts 4 bytes later than it would in a run of notes aligned to 4.
+            let mut notes = super::super::tests::note(b"GNU\0", 5, &[1; 4]);
+            notes.extend_from_slice(&[0; 4]);
+            notes.extend(super::super::tests::note(b"GNU\0", 3, &[9; 20]));
+            let (at, len) = (notes.as_ptr() as usize, notes.len());
+            let load = header(libc::PT_LOAD, at, len, 4096);
+            let note = header(libc::PT_NOTE, at, len, 8);
+            assert_eq!(found(&[load, note]), Some(std::vec![9; 20]));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn note(name: &[u8], kind: u32, desc: &[u8]) -> Vec<u8> {
+    pub(super) fn note(name: &[u8], kind: u32, desc: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         for word in [name.len() as u32, desc.len() as u32, kind] {
             out.extend_from_slice(&word.to_ne_bytes());

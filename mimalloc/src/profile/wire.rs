@@ -181,3 +181,48 @@ impl Strings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn every_wire_type_of_a_profile_is_walked() {
+        let mut message = Vec::new();
+        put_varint_field(&mut message, 1, 300);
+        message.push((2 << 3) | 1); // fixed64
+        message.extend_from_slice(&[8; 8]);
+        put_bytes_field(&mut message, 3, b"abc");
+        message.push((4 << 3) | 5); // fixed32
+        message.extend_from_slice(&[4; 4]);
+        put_varint_field(&mut message, 5, 1);
+        let walked: Vec<(u64, Value<'_>, usize)> = fields(&message)
+            .map(|f| f.map(|f| (f.number, f.value, f.raw.len())).unwrap())
+            .collect();
+        assert_eq!(
+            walked,
+            [
+                (1, Value::Varint(300), 3),
+                (2, Value::Fixed, 9),
+                (3, Value::Bytes(b"abc"), 5),
+                (4, Value::Fixed, 5),
+                (5, Value::Varint(1), 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_message_says_why() {
+        let mut cut = Vec::new();
+        put_bytes_field(&mut cut, 1, b"abc");
+        cut.pop();
+        let error = fields(&cut).next().unwrap().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "a field runs past the end of its message"
+        );
+        let group = fields(&[(1 << 3) | 3]).next().unwrap().unwrap_err();
+        assert_eq!(group.to_string(), "a group or an unknown wire type");
+    }
+}
