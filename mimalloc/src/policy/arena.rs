@@ -87,16 +87,26 @@ pub(crate) fn reserve_first(backing: Backing) -> bool {
 fn arena_size(at_least: usize) -> usize {
     // SAFETY: reading an option has no precondition.
     let unit = unsafe { ffi::mi_option_get_size(ffi::mi_option_arena_reserve) };
-    unit.max(at_least).clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
+    whole_huge_pages(unit.max(at_least))
 }
 
-/// Reserves the next arena if `committed` bytes have reached three quarters of the policy's
-/// arenas, while it still has some (the heap of a policy that reserved none is mimalloc's): at
-/// least large enough for a block of `block` bytes (0 for none) with mimalloc's metadata.
+/// `size` in whole huge pages, from one to [`LARGEST`].
+fn whole_huge_pages(size: usize) -> usize {
+    size.clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
+}
+
+/// Whether a heap that has committed `committed` bytes has outgrown the policy's arenas of
+/// `reserved` bytes: three quarters of them (never, where the policy reserved none and the heap
+/// is mimalloc's).
+fn outgrown(committed: usize, reserved: usize) -> bool {
+    reserved > 0 && committed >= reserved / 4 * 3
+}
+
+/// Reserves the next arena once the heap has [`outgrown`] the policy's arenas: at least large
+/// enough for a block of `block` bytes (0 for none) with mimalloc's metadata.
 pub(crate) fn grow(committed: usize, block: usize, backing: Backing) {
     let reserved = RESERVED.load(Ordering::Relaxed);
-    if reserved == 0 || committed < reserved / 4 * 3 || COUNT.load(Ordering::Relaxed) == MAX_ARENAS
-    {
+    if !outgrown(committed, reserved) || COUNT.load(Ordering::Relaxed) == MAX_ARENAS {
         return;
     }
     if ADDING.swap(true, Ordering::Acquire) {
@@ -189,21 +199,29 @@ fn map_aligned(size: usize) -> Option<usize> {
     if base == libc::MAP_FAILED {
         return None;
     }
-    let base = base as usize;
-    let start = (base + align - 1) & !(align - 1);
+    let (head, start, tail) = carve(base as usize, span, align, size);
     // The unaligned head and the tail beyond `size`, unmapped so the arena is one mapping of
-    // exactly its size.
+    // exactly its size. An empty one (a head where the kernel aligned the mapping, as Linux
+    // 6.7 on does for large ones) is refused with `EINVAL` and changes nothing.
     // SAFETY: both ranges lie within the mapping just made, outside `start..start + size`.
     unsafe {
-        if start > base {
-            libc::munmap(base as *mut c_void, start - base);
-        }
-        let end = start + size;
-        if base + span > end {
-            libc::munmap(end as *mut c_void, base + span - end);
-        }
+        libc::munmap(head.0 as *mut c_void, head.1);
+        libc::munmap(tail.0 as *mut c_void, tail.1);
     }
     Some(start)
+}
+
+/// An arena of `size` bytes aligned to `align` (a power of two) in a mapping of `span` bytes
+/// at `base`: the head before it (start, length), its start, and the tail after it.
+fn carve(
+    base: usize,
+    span: usize,
+    align: usize,
+    size: usize,
+) -> ((usize, usize), usize, (usize, usize)) {
+    let start = (base + align - 1) & !(align - 1);
+    let end = start + size;
+    ((base, start - base), start, (end, base + span - end))
 }
 
 /// Calls `each` with every policy arena's range.
@@ -227,4 +245,48 @@ pub(crate) fn covers(address: usize) -> bool {
 /// leaves out.
 pub(crate) fn reserved() -> usize {
     RESERVED.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    #[test]
+    fn arenas_are_whole_huge_pages_up_to_mimallocs_largest() {
+        assert_eq!(whole_huge_pages(33 * MIB), 32 * MIB);
+        assert_eq!(whole_huge_pages(32 * MIB), 32 * MIB);
+        assert_eq!(whole_huge_pages(MIB), HUGE_PAGE);
+        assert_eq!(whole_huge_pages(0), HUGE_PAGE);
+        assert_eq!(whole_huge_pages(LARGEST + HUGE_PAGE), LARGEST);
+    }
+
+    #[test]
+    fn the_heap_outgrows_its_arenas_at_three_quarters() {
+        assert!(!outgrown(24 * MIB - 1, 32 * MIB));
+        assert!(outgrown(24 * MIB, 32 * MIB));
+        assert!(outgrown(40 * MIB, 32 * MIB));
+        assert!(
+            !outgrown(40 * MIB, 0),
+            "no arena of the policy's: the heap is mimalloc's"
+        );
+    }
+
+    #[test]
+    fn an_arena_is_carved_at_the_first_aligned_address() {
+        let align = 2 * MIB;
+        let base = 7 * align + 4096;
+        let (size, span) = (32 * MIB, 32 * MIB + align);
+        let (head, start, tail) = carve(base, span, align, size);
+        assert_eq!(start, 8 * align);
+        assert_eq!(head, (base, align - 4096));
+        assert_eq!(tail, (start + size, 4096));
+        // Aligned already: no head, the whole alignment is tail.
+        let (head, start, tail) = carve(8 * align, span, align, size);
+        assert_eq!(
+            (head.1, start, tail),
+            (0, 8 * align, (8 * align + size, align))
+        );
+    }
 }

@@ -171,22 +171,25 @@ fn advise_block(start: usize, size: usize) {
     if REFUSED.load(Ordering::Relaxed) || !thp_allowed() {
         return;
     }
-    let outer = (
-        start & !(HUGE_PAGE - 1),
-        (start + size + HUGE_PAGE - 1) & !(HUGE_PAGE - 1),
-    );
+    let (outer, inner) = huge_pages_of(start, size);
     if hugepage(outer) {
         return;
     }
     // The ends fall outside mimalloc's mapping (a block at the edge of an arena that is not
     // 2 MiB-aligned): the block's whole huge pages alone.
-    let inner = (
-        (start + HUGE_PAGE - 1) & !(HUGE_PAGE - 1),
-        (start + size) & !(HUGE_PAGE - 1),
-    );
     if inner.1 > inner.0 && !hugepage(inner) {
         REFUSED.store(true, Ordering::Relaxed);
     }
+}
+
+/// The huge pages a block of `size` bytes at `start` overlaps, and those it holds whole (an
+/// empty range, end not above start, when it holds none).
+fn huge_pages_of(start: usize, size: usize) -> ((usize, usize), (usize, usize)) {
+    let down = |address: usize| address & !(HUGE_PAGE - 1);
+    let end = start + size;
+    let outer = (down(start), down(end + HUGE_PAGE - 1));
+    let inner = (down(start + HUGE_PAGE - 1), down(end));
+    (outer, inner)
 }
 
 /// `madvise(MADV_HUGEPAGE)` on `start..end`; whether the kernel took it.
@@ -202,4 +205,39 @@ fn hugepage((start, end): (usize, usize)) -> bool {
 fn thp_allowed() -> bool {
     // SAFETY: reading an option has no precondition.
     unsafe { ffi::mi_option_is_enabled(ffi::mi_option_allow_thp) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{huge_pages_of, HUGE_PAGE};
+
+    #[test]
+    fn a_block_is_advised_over_the_huge_pages_it_overlaps() {
+        const MIB: usize = 1 << 20;
+        let base = 64 * HUGE_PAGE;
+        // Aligned at both ends: the same pages either way.
+        let whole = (base, base + 2 * HUGE_PAGE);
+        assert_eq!(huge_pages_of(base, 2 * HUGE_PAGE), (whole, whole));
+        // Inside one huge page and the next: both overlapped, neither held whole.
+        assert_eq!(
+            huge_pages_of(base + MIB, 2 * MIB),
+            (
+                (base, base + 2 * HUGE_PAGE),
+                (base + HUGE_PAGE, base + HUGE_PAGE)
+            )
+        );
+        // 64 KiB past a boundary for 5 MiB: three overlapped, the middle one whole.
+        assert_eq!(
+            huge_pages_of(base + (64 << 10), 5 * MIB),
+            (
+                (base, base + 3 * HUGE_PAGE),
+                (base + HUGE_PAGE, base + 2 * HUGE_PAGE)
+            )
+        );
+        // Ending one byte into a huge page: that one is overlapped, not held.
+        assert_eq!(
+            huge_pages_of(base, HUGE_PAGE + 1),
+            ((base, base + 2 * HUGE_PAGE), (base, base + HUGE_PAGE))
+        );
+    }
 }
