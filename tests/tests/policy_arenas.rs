@@ -1,0 +1,180 @@
+//! The memory policy's arenas (`policy/arena.rs`): the first is reserved when the program loads,
+//! in whole huge pages of mimalloc's `arena_reserve`, backed as the heap's stage says; the next
+//! once the heap has committed three quarters of them, large enough for the block that asked;
+//! all of them counted in the `reserved` statistic; and none where mimalloc reserved memory for
+//! the heap itself. Read from the policy's notes (`MIMALLOC_VERBOSE=1`), the statistics and the
+//! kernel's view of the mappings.
+
+use mimalloc::policy::{self, HugePages};
+use mimalloc::MiMalloc;
+use mimalloc_tests::{is_child, keep, run_child};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+const MIB: usize = 1 << 20;
+
+/// The policy's notes and warnings on stderr of a child run.
+fn policy_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An arena as the policy's note describes it: (its number, MiB, start, backing).
+fn arena_notes(lines: &[String]) -> Vec<(usize, usize, usize, String)> {
+    lines
+        .iter()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("mimalloc: policy: heap arena ")?;
+            let (number, rest) = rest.split_once(" of ")?;
+            let (mib, rest) = rest.split_once(" MiB at 0x")?;
+            let (start, rest) = rest.split_once(" (")?;
+            let backing = rest.strip_suffix(" pages)")?;
+            Some((
+                number.parse().ok()?,
+                mib.parse().ok()?,
+                usize::from_str_radix(start, 16).ok()?,
+                backing.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// The `VmFlags` of the mapping of this process that contains `address` (`/proc/self/smaps`).
+fn vm_flags(address: usize) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-') {
+            if let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                inside = (start..end).contains(&address);
+                continue;
+            }
+        }
+        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
+            return flags.split_whitespace().map(str::to_owned).collect();
+        }
+    }
+    panic!("no mapping of this process contains {address:#x}")
+}
+
+/// Whether the checks that read the kernel's view of this process can run.
+fn kernel_shows_mappings(test: &str) -> bool {
+    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+        mimalloc_tests::skip(test, "the kernel has no transparent huge pages");
+        return false;
+    }
+    if let Some(emulator) = mimalloc_tests::os_emulator() {
+        let why = format!("{emulator} stands in for the kernel, whose mappings the test reads");
+        mimalloc_tests::skip(test, &why);
+        return false;
+    }
+    true
+}
+
+fn reserved() -> usize {
+    mimalloc::stats::read().reserved.current as usize
+}
+
+fn committed() -> usize {
+    mimalloc::stats::read().committed.current as usize
+}
+
+/// With `arena_reserve` at 33 MiB the first arena is 32 MiB (whole huge pages), counted in
+/// `reserved`. Blocks of 2 MiB grow the heap until, before the block that takes it to three
+/// quarters of 32 MiB, the second arena is reserved: 66 MiB, room for the block and mimalloc's
+/// 64 MiB of metadata. Both are backed as the heap stands: 4 KiB pages (`nh`) for a heap that
+/// never switches, huge pages (`hg`) for one that has them from the start.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build has no policy arenas (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_arenas_are_sized_backed_and_counted() {
+    const TEST: &str = "child_arenas_are_sized_backed_and_counted";
+    if !is_child() {
+        if !kernel_shows_mappings(TEST) {
+            return;
+        }
+        for (from, backing) in [("off", "Small"), ("0", "Huge")] {
+            let env = [
+                ("MIMALLOC_ARENA_RESERVE", "33MiB"),
+                ("MIMALLOC_HUGE_PAGES_FROM", from),
+                ("MIMALLOC_VERBOSE", "1"),
+            ];
+            let out = run_child(TEST, &env);
+            assert!(out.status.success(), "{out:?}");
+            let arenas = arena_notes(&policy_lines(&out.stderr));
+            let sizes: Vec<_> = arenas.iter().map(|a| (a.0, a.1, a.3.as_str())).collect();
+            assert_eq!(sizes, [(1, 32, backing), (2, 66, backing)], "from {from}");
+            for arena in &arenas {
+                assert_eq!(arena.2 % (2 * MIB), 0, "arena {} at {:#x}", arena.0, arena.2);
+            }
+        }
+        return;
+    }
+    let stage = policy::huge_pages();
+    let first = keep(vec![1u8; 4096]);
+    let flags = vm_flags(first.as_ptr() as usize);
+    match stage {
+        HugePages::Off => assert!(flags.iter().any(|f| f == "nh"), "{flags:?}"),
+        HugePages::Huge => assert!(flags.iter().any(|f| f == "hg"), "{flags:?}"),
+        other => panic!("{other:?}"),
+    }
+    // The first arena and what mimalloc reserved itself (a few MiB of its own metadata).
+    let before = reserved();
+    assert!((32 * MIB..40 * MIB).contains(&before), "reserved {before}");
+    let mut blocks = Vec::with_capacity(64);
+    let at = loop {
+        assert!(blocks.len() < 32, "no second arena: reserved {}", reserved());
+        let at = committed();
+        blocks.push(keep(vec![1u8; 2 * MIB]));
+        if reserved() > before {
+            break at;
+        }
+    };
+    let grown = reserved() - before;
+    println!("second arena before a block at {at} bytes committed, reserved +{grown}");
+    assert!((66 * MIB..70 * MIB).contains(&grown), "reserved +{grown}");
+    // The policy looks before the block is served, with the block counted in.
+    assert!(at + 2 * MIB >= 24 * MIB, "too early: {at}");
+    assert!(at + 2 * MIB < 27 * MIB, "too late: {at}");
+    drop((first, blocks));
+}
+
+/// Where mimalloc reserves memory at start-up (`MIMALLOC_RESERVE_OS_MEMORY`, or huge OS pages
+/// with `MIMALLOC_RESERVE_HUGE_OS_PAGES`), that memory holds the heap: the policy reserves no
+/// arena, says so, and leaves huge pages off.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build has no policy arenas (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_memory_mimalloc_reserved_holds_the_heap() {
+    const TEST: &str = "child_memory_mimalloc_reserved_holds_the_heap";
+    if is_child() {
+        assert_eq!(policy::huge_pages(), HugePages::Off);
+        assert_eq!(policy::set_huge_pages_from(Some(0)), HugePages::Off);
+        return;
+    }
+    for reserve in [
+        ("MIMALLOC_RESERVE_OS_MEMORY", "64MiB"),
+        ("MIMALLOC_RESERVE_HUGE_OS_PAGES", "1"),
+    ] {
+        let out = run_child(TEST, &[reserve, ("MIMALLOC_VERBOSE", "1")]);
+        assert!(out.status.success(), "{out:?}");
+        let lines = policy_lines(&out.stderr);
+        assert_eq!(
+            lines,
+            ["mimalloc: policy: the heap is in the memory mimalloc reserved at start-up"],
+            "{reserve:?}"
+        );
+    }
+}
