@@ -385,3 +385,88 @@ fn child_the_default_thresholds_hold() {
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
     drop((block, large, next));
 }
+
+/// Blocks under 2 MiB do not make the policy look (their path stays one compare and
+/// mimalloc's call): a heap grown past the threshold by them alone, in fewer slow-path
+/// allocations than mimalloc's heartbeat waits for, stays in 4 KiB pages until a block of 2 MiB
+/// comes, which switches it.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_only_large_blocks_make_the_policy_look() {
+    const TEST: &str = "child_only_large_blocks_make_the_policy_look";
+    if !is_child() {
+        return in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+    }
+    let small = HugePages::Small { from: 8 * MIB };
+    assert_eq!(policy::huge_pages(), small);
+    let blocks: Vec<Vec<u8>> = (0..24).map(|_| vec![1u8; 512 << 10]).collect();
+    let committed = mimalloc::stats::read().committed.current;
+    assert!(committed >= 12 * MIB as i64, "{committed}");
+    assert_eq!(policy::huge_pages(), small);
+    let large = mimalloc_tests::keep(vec![1u8; 2 * MIB]);
+    assert_eq!(policy::huge_pages(), HugePages::Huge);
+    drop((blocks, large));
+}
+
+/// Small blocks alone make the heap switch and the purge start: mimalloc's heartbeat (every
+/// thousand allocations that take its slow path) has the policy look.
+#[test]
+#[cfg_attr(
+    not(all(mimalloc_adaptive_thp, mimalloc_background_purge)),
+    ignore = "this build has no memory policy (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_the_heartbeat_makes_the_policy_look() {
+    const TEST: &str = "child_the_heartbeat_makes_the_policy_look";
+    if !is_child() {
+        return in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+    }
+    // Kept without a vector of them, whose growth past 2 MiB would take the large path.
+    let mut allocated = 0;
+    while policy::huge_pages() != HugePages::Huge && allocated < 256 * MIB {
+        mimalloc_tests::keep(Box::into_raw(Box::new([1u8; 1000])));
+        allocated += 1000;
+    }
+    assert_eq!(
+        policy::huge_pages(),
+        HugePages::Huge,
+        "after {allocated} bytes"
+    );
+    while policy::background_purge() != BackgroundPurge::Running && allocated < 256 * MIB {
+        mimalloc_tests::keep(Box::into_raw(Box::new([1u8; 1000])));
+        allocated += 1000;
+    }
+    assert_eq!(policy::background_purge(), BackgroundPurge::Running);
+}
+
+/// A large request that fails (no block) advises nothing, and leaves the advice of later blocks
+/// on: in a heap that stays in 4 KiB pages, the heap's memory is still not advised, and an
+/// 8 MiB block after it is.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy decides them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_a_failed_large_request_leaves_the_advice_on() {
+    const TEST: &str = "child_a_failed_large_request_leaves_the_advice_on";
+    if !is_child() {
+        if kernel_shows_huge_pages(TEST) {
+            in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "off")]);
+        }
+        return;
+    }
+    let small = mimalloc_tests::keep(vec![1u8; 4096]);
+    // More than the 47 bits of address space a process has.
+    let impossible = std::alloc::Layout::from_size_align(1 << 48, 8).unwrap();
+    // SAFETY: a layout of non-zero size; the null it returns is not used.
+    let none = unsafe { std::alloc::alloc(impossible) };
+    assert!(none.is_null());
+    let flags = vm_flags(small.as_ptr() as usize);
+    assert!(has(&flags, "nh") && !has(&flags, "hg"), "{flags:?}");
+    let block: Vec<u8> = Vec::with_capacity(8 * MIB);
+    let whole = (block.as_ptr() as usize + 2 * MIB - 1) & !(2 * MIB - 1);
+    let flags = vm_flags(whole);
+    assert!(has(&flags, "hg"), "{flags:?}");
+}

@@ -115,7 +115,13 @@ fn child_arenas_are_sized_backed_and_counted() {
             let sizes: Vec<_> = arenas.iter().map(|a| (a.0, a.1, a.3.as_str())).collect();
             assert_eq!(sizes, [(1, 32, backing), (2, 66, backing)], "from {from}");
             for arena in &arenas {
-                assert_eq!(arena.2 % (2 * MIB), 0, "arena {} at {:#x}", arena.0, arena.2);
+                assert_eq!(
+                    arena.2 % (2 * MIB),
+                    0,
+                    "arena {} at {:#x}",
+                    arena.0,
+                    arena.2
+                );
             }
         }
         return;
@@ -133,7 +139,11 @@ fn child_arenas_are_sized_backed_and_counted() {
     assert!((32 * MIB..40 * MIB).contains(&before), "reserved {before}");
     let mut blocks = Vec::with_capacity(64);
     let at = loop {
-        assert!(blocks.len() < 32, "no second arena: reserved {}", reserved());
+        assert!(
+            blocks.len() < 32,
+            "no second arena: reserved {}",
+            reserved()
+        );
         let at = committed();
         blocks.push(keep(vec![1u8; 2 * MIB]));
         if reserved() > before {
