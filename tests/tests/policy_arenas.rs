@@ -188,3 +188,37 @@ fn child_memory_mimalloc_reserved_holds_the_heap() {
         );
     }
 }
+
+/// The policy's arenas belong to no NUMA node: on a machine of several nodes (as mimalloc
+/// counts them with `MIMALLOC_USE_NUMA_NODES=2`), once mimalloc has reserved an arena of its
+/// own beside them (here: blocks under 2 MiB, which do not make the policy look, past the first
+/// arena), the heap's next block still comes from the policy's first arena, as a thread's
+/// search starts there, in 4 KiB pages (`nh`) for a heap that never switches.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build has no policy arenas (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_the_policys_arenas_belong_to_no_numa_node() {
+    const TEST: &str = "child_the_policys_arenas_belong_to_no_numa_node";
+    if !is_child() {
+        if kernel_shows_mappings(TEST) {
+            let env = [
+                ("MIMALLOC_USE_NUMA_NODES", "2"),
+                ("MIMALLOC_ARENA_RESERVE", "32MiB"),
+                ("MIMALLOC_HUGE_PAGES_FROM", "off"),
+                ("MIMALLOC_VERBOSE", "1"),
+            ];
+            let out = run_child(TEST, &env);
+            assert!(out.status.success(), "{out:?}");
+        }
+        return;
+    }
+    let before = reserved();
+    let blocks: Vec<Vec<u8>> = (0..96).map(|_| vec![1u8; 512 << 10]).collect();
+    assert!(reserved() > before, "mimalloc reserved no arena of its own");
+    drop(blocks);
+    let block = keep(vec![1u8; 512 << 10]);
+    let flags = vm_flags(block.as_ptr() as usize);
+    assert!(flags.iter().any(|f| f == "nh"), "{flags:?}");
+}
