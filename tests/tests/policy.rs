@@ -102,7 +102,18 @@ fn child_heap_switches_to_huge_pages_at_the_threshold() {
     assert_eq!(policy::huge_pages(), HugePages::Huge);
     let flags = vm_flags(address);
     assert!(has(&flags, "hg") && !has(&flags, "nh"), "after: {flags:?}");
+    assert_only_the_heap_is_advised();
     drop((early, grown));
+}
+
+/// The policy advises the heap and nothing else: not this thread's stack, which lies above the
+/// heap's arenas, nor this program's code.
+fn assert_only_the_heap_is_advised() {
+    let on_stack = mimalloc_tests::keep(0u8);
+    let stack = vm_flags(&on_stack as *const u8 as usize);
+    assert!(!has(&stack, "hg"), "the stack: {stack:?}");
+    let code = vm_flags(assert_only_the_heap_is_advised as usize);
+    assert!(!has(&code, "hg"), "the code: {code:?}");
 }
 
 #[test]
@@ -469,4 +480,5 @@ fn child_a_failed_large_request_leaves_the_advice_on() {
     let whole = (block.as_ptr() as usize + 2 * MIB - 1) & !(2 * MIB - 1);
     let flags = vm_flags(whole);
     assert!(has(&flags, "hg"), "{flags:?}");
+    assert_only_the_heap_is_advised();
 }

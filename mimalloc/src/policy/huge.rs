@@ -33,9 +33,6 @@ const OFF: u8 = 2;
 
 static STAGE: AtomicU8 = AtomicU8::new(OFF);
 static FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
-/// Set once `madvise` has failed on a block: it will fail again (`EINVAL` without huge page
-/// support, `ENOMEM` at the limit of memory maps), and each failure costs a system call.
-static REFUSED: AtomicBool = AtomicBool::new(false);
 /// Whether the heap can switch at all: the policy holds it and the process may have huge pages.
 static CAPABLE: AtomicBool = AtomicBool::new(false);
 
@@ -168,36 +165,22 @@ pub(crate) fn after_large(block: *mut u8, size: usize) {
 /// Off the allocation path: not inlined into every large allocation's caller.
 #[inline(never)]
 fn advise_block(start: usize, size: usize) {
-    if REFUSED.load(Ordering::Relaxed) || !thp_allowed() {
+    if !thp_allowed() {
         return;
     }
-    let (outer, inner) = huge_pages_of(start, size);
-    if hugepage(outer) {
-        return;
-    }
-    // The ends fall outside mimalloc's mapping (a block at the edge of an arena that is not
-    // 2 MiB-aligned): the block's whole huge pages alone.
-    if inner.1 > inner.0 && !hugepage(inner) {
-        REFUSED.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The huge pages a block of `size` bytes at `start` overlaps, and those it holds whole (an
-/// empty range, end not above start, when it holds none).
-fn huge_pages_of(start: usize, size: usize) -> ((usize, usize), (usize, usize)) {
-    let down = |address: usize| address & !(HUGE_PAGE - 1);
-    let end = start + size;
-    let outer = (down(start), down(end + HUGE_PAGE - 1));
-    let inner = (down(start + HUGE_PAGE - 1), down(end));
-    (outer, inner)
-}
-
-/// `madvise(MADV_HUGEPAGE)` on `start..end`; whether the kernel took it.
-fn hugepage((start, end): (usize, usize)) -> bool {
-    // SAFETY: MADV_HUGEPAGE changes only how the kernel backs the pages of `start..end` (a
+    let (from, to) = huge_pages_of(start, size);
+    // SAFETY: MADV_HUGEPAGE changes only how the kernel backs the pages of `from..to` (the
     // block's, and at the ends possibly a neighbour's), never their contents or their
-    // protection; a range with unmapped parts fails with ENOMEM.
-    unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
+    // protection. The result needs no answer: where an end falls outside any mapping (a block
+    // at the edge of a mapping that is not 2 MiB-aligned) Linux advises the mapped part and
+    // fails with ENOMEM, and a kernel without transparent huge pages refuses with EINVAL.
+    unsafe { libc::madvise(from as *mut c_void, to - from, libc::MADV_HUGEPAGE) };
+}
+
+/// The huge pages a block of `size` bytes at `start` overlaps.
+fn huge_pages_of(start: usize, size: usize) -> (usize, usize) {
+    let down = |address: usize| address & !(HUGE_PAGE - 1);
+    (down(start), down(start + size + HUGE_PAGE - 1))
 }
 
 /// Whether the process may have huge pages: mimalloc's `allow_thp` (`MIMALLOC_ALLOW_THP`),
@@ -215,29 +198,13 @@ mod tests {
     fn a_block_is_advised_over_the_huge_pages_it_overlaps() {
         const MIB: usize = 1 << 20;
         let base = 64 * HUGE_PAGE;
-        // Aligned at both ends: the same pages either way.
-        let whole = (base, base + 2 * HUGE_PAGE);
-        assert_eq!(huge_pages_of(base, 2 * HUGE_PAGE), (whole, whole));
-        // Inside one huge page and the next: both overlapped, neither held whole.
-        assert_eq!(
-            huge_pages_of(base + MIB, 2 * MIB),
-            (
-                (base, base + 2 * HUGE_PAGE),
-                (base + HUGE_PAGE, base + HUGE_PAGE)
-            )
-        );
-        // 64 KiB past a boundary for 5 MiB: three overlapped, the middle one whole.
-        assert_eq!(
-            huge_pages_of(base + (64 << 10), 5 * MIB),
-            (
-                (base, base + 3 * HUGE_PAGE),
-                (base + HUGE_PAGE, base + 2 * HUGE_PAGE)
-            )
-        );
-        // Ending one byte into a huge page: that one is overlapped, not held.
-        assert_eq!(
-            huge_pages_of(base, HUGE_PAGE + 1),
-            ((base, base + 2 * HUGE_PAGE), (base, base + HUGE_PAGE))
-        );
+        let pages = |n: usize| (base, base + n * HUGE_PAGE);
+        assert_eq!(huge_pages_of(base, 2 * HUGE_PAGE), pages(2));
+        // Inside one huge page and the next.
+        assert_eq!(huge_pages_of(base + MIB, 2 * MIB), pages(2));
+        // 64 KiB past a boundary for 5 MiB: three huge pages.
+        assert_eq!(huge_pages_of(base + (64 << 10), 5 * MIB), pages(3));
+        // Ending one byte into a huge page: that one too.
+        assert_eq!(huge_pages_of(base, HUGE_PAGE + 1), pages(2));
     }
 }
