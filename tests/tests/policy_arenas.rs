@@ -222,3 +222,52 @@ fn child_the_policys_arenas_belong_to_no_numa_node() {
     let flags = vm_flags(block.as_ptr() as usize);
     assert!(flags.iter().any(|f| f == "nh"), "{flags:?}");
 }
+
+/// A block of 2 MiB or more outside the policy's arenas is advised for huge pages itself, in a
+/// heap that has them: here one in the arena mimalloc reserved of its own once blocks under
+/// 2 MiB (which do not make the policy look) had filled the policy's first arena.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build has no policy arenas (mimalloc 3 on 64-bit Linux)"
+)]
+fn child_a_large_block_outside_the_policys_arenas_is_advised() {
+    const TEST: &str = "child_a_large_block_outside_the_policys_arenas_is_advised";
+    if !is_child() {
+        if !kernel_shows_mappings(TEST) {
+            return;
+        }
+        let env = [
+            ("MIMALLOC_ARENA_RESERVE", "32MiB"),
+            ("MIMALLOC_HUGE_PAGES_FROM", "0"),
+            ("MIMALLOC_VERBOSE", "1"),
+        ];
+        let out = run_child(TEST, &env);
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let block = stdout
+            .split("large block at 0x")
+            .nth(1)
+            .and_then(|rest| usize::from_str_radix(rest.split_whitespace().next()?, 16).ok())
+            .expect("the child's block");
+        let arenas = arena_notes(&policy_lines(&out.stderr));
+        let inside = arenas
+            .iter()
+            .any(|a| (a.2..a.2 + a.1 * MIB).contains(&block));
+        assert!(
+            !inside,
+            "the block {block:#x} is in a policy arena: {arenas:?}"
+        );
+        return;
+    }
+    let before = reserved();
+    let blocks: Vec<Vec<u8>> = (0..96).map(|_| vec![1u8; 512 << 10]).collect();
+    assert!(reserved() > before, "mimalloc reserved no arena of its own");
+    let large: Vec<u8> = Vec::with_capacity(8 * MIB);
+    let start = large.as_ptr() as usize;
+    println!("large block at {start:#x}");
+    let whole = (start + 2 * MIB - 1) & !(2 * MIB - 1);
+    let flags = vm_flags(whole);
+    assert!(flags.iter().any(|f| f == "hg"), "{flags:?}");
+    drop((blocks, large));
+}
