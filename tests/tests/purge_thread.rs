@@ -261,3 +261,68 @@ fn child_a_refused_thread_is_reported() {
     assert_eq!(policy::set_background_purge(true), BackgroundPurge::Refused);
     drop((heap, large));
 }
+
+/// A fork waits for a purge in flight: a child forked in the middle of one would inherit
+/// mimalloc's purge guard held and never give memory back. The thread here purges a freed
+/// 64 MiB block 20-30 ms after each free; forks at 40 moments spread over that time each check
+/// that the child's own freed memory goes back when it collects.
+#[test]
+#[cfg_attr(
+    not(mimalloc_background_purge),
+    ignore = "this build has no background purge (mimalloc 3 on Linux and Android only)"
+)]
+#[cfg_attr(
+    feature = "asan",
+    ignore = "under AddressSanitizer the resident set holds the sanitizer's shadow and quarantine"
+)]
+fn child_forks_during_purges_leave_the_children_purging() {
+    const TEST: &str = "child_forks_during_purges_leave_the_children_purging";
+    if !is_child() {
+        if mimalloc_tests::resident_bytes().is_none() {
+            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        }
+        if kernel_shows_threads(TEST) {
+            let env = [
+                ("MIMALLOC_PURGE_DELAY", "20"),
+                ("MIMALLOC_ARENA_PURGE_MULT", "1"),
+            ];
+            let out = run_child(TEST, &env);
+            assert!(out.status.success(), "{out:?}");
+        }
+        return;
+    }
+    let heap = grown_heap();
+    assert_eq!(policy::background_purge(), BackgroundPurge::Running);
+    for round in 0..40u64 {
+        drop(keep(vec![1u8; 64 * MIB]));
+        std::thread::sleep(Duration::from_millis(10 + round * 7 % 30));
+        fork_and_check(round);
+    }
+    drop(heap);
+}
+
+/// Forks; the child frees 32 MiB it touched, collects, and must have given them back.
+fn fork_and_check(round: u64) {
+    // SAFETY: the child runs only this function's code, which allocates through mimalloc
+    // (fork-safe: it and the background purge prepare for fork) and ends with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let passed = std::panic::catch_unwind(|| {
+            let before = mimalloc_tests::resident_bytes().unwrap();
+            drop(keep(vec![1u8; 32 * MIB]));
+            mimalloc::heap::collect(true);
+            let after = mimalloc_tests::resident_bytes().unwrap();
+            after < before + 16 * MIB
+        });
+        // SAFETY: ends the child without running the parent's exit handlers twice.
+        unsafe { libc::_exit(if matches!(passed, Ok(true)) { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked, writing its status to a live local.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "round {round}: the child kept what it freed ({status:#x})"
+    );
+}
