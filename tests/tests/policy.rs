@@ -112,7 +112,7 @@ fn assert_only_the_heap_is_advised() {
     let on_stack = mimalloc_tests::keep(0u8);
     let stack = vm_flags(&on_stack as *const u8 as usize);
     assert!(!has(&stack, "hg"), "the stack: {stack:?}");
-    let code = vm_flags(assert_only_the_heap_is_advised as usize);
+    let code = vm_flags(assert_only_the_heap_is_advised as *const () as usize);
     assert!(!has(&code, "hg"), "the code: {code:?}");
 }
 
