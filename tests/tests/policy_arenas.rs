@@ -65,7 +65,8 @@ fn vm_flags(address: usize) -> Vec<String> {
     panic!("no mapping of this process contains {address:#x}")
 }
 
-/// Whether the checks that read the kernel's view of this process can run.
+/// Whether the checks that read the kernel's view of this process can run: a kernel with
+/// transparent huge pages, not an emulator standing in for it, and no memory tool.
 fn kernel_shows_mappings(test: &str) -> bool {
     if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
         mimalloc_tests::skip(test, "the kernel has no transparent huge pages");
@@ -73,6 +74,11 @@ fn kernel_shows_mappings(test: &str) -> bool {
     }
     if let Some(emulator) = mimalloc_tests::os_emulator() {
         let why = format!("{emulator} stands in for the kernel, whose mappings the test reads");
+        mimalloc_tests::skip(test, &why);
+        return false;
+    }
+    if let Some(tool) = mimalloc_tests::memory_tool() {
+        let why = format!("{tool} adds mappings and memory of its own to the figures");
         mimalloc_tests::skip(test, &why);
         return false;
     }

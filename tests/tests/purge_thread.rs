@@ -213,7 +213,7 @@ fn child_turning_it_off_wakes_the_thread() {
 #[test]
 #[cfg_attr(
     not(all(mimalloc_background_purge, mimalloc_adaptive_thp)),
-    ignore = "the heap grows without new mappings in the policy's arenas (mimalloc 3 on 64-bit Linux)"
+    ignore = "needs the policy's arenas, where the heap grows without new mappings (mimalloc 3 on 64-bit Linux)"
 )]
 fn child_a_refused_thread_is_reported() {
     const TEST: &str = "child_a_refused_thread_is_reported";
