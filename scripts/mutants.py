@@ -408,11 +408,12 @@ def table():
 def summary():
     files = [figures for entry in load_record().values() for figures in entry["files"].values()]
     total = {key: sum(figures[key] for figures in files) for key in FIGURES}
+    waiting = sum(len(paths) for paths, _ in pending())
     return (f"{total['mutants']} mutants of {len(files)} core files: {total['caught']} caught,"
             f" {total['unviable']} unviable (they do not build), {total['timeout']} timed out,"
-            f" {total['missed']} missed, and {total['excluded']} more excluded with their reasons;"
-            f" {sum(len(paths) for paths, _ in pending())} more core files and directories not"
-            " yet judged (`pending` in mutants/groups.toml, with why).")
+            f" {total['missed']} missed, and {total['excluded']} more excluded with their reasons"
+            + (f"; {waiting} more core files and directories not yet judged (`pending` in"
+               " mutants/groups.toml, with why)." if waiting else "."))
 
 
 # The generated parts of the docs: between a start marker and END in each file.
