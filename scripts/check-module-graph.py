@@ -129,6 +129,9 @@ def resolve(path, current, modules, children):
             module = f"{module}::{segment}"
         else:
             break
+    # An inline module (`mod tests { .. }`) is part of its file's module.
+    while module not in modules and "::" in module:
+        module = module.rsplit("::", 1)[0]
     return module
 
 
@@ -172,19 +175,32 @@ def named_paths(code):
 
 def inline_modules(path, code):
     """(module path, code) for the file's own code and for each `mod name { ... }` block in
-    it (a test module, say), whose `super` is the file's module: what such a block names of
-    its own file is not an edge."""
-    pieces, rest = [], code
-    for m in reversed(list(re.finditer(r"\bmod\s+(\w+)\s*\{", code))):
+    it (a test module, say), named by the blocks around it, whose `super` is the module around
+    it: what such a block names of its own file is not an edge."""
+    blocks = []  # (start, body start, end, name), in the order they open
+    for m in re.finditer(r"\bmod\s+(\w+)\s*\{", code):
         depth, end = 0, m.end() - 1
         for end in range(m.end() - 1, len(code)):
             depth += code[end] == "{"
             depth -= code[end] == "}"
             if depth == 0:
                 break
-        pieces.append((f"{path}::{m.group(1)}", code[m.end():end]))
-        rest = rest[: m.start()] + rest[end + 1 :]
-    return [(path, rest)] + pieces
+        blocks.append((m.start(), m.end(), end, m.group(1)))
+
+    def within(lo, hi):
+        """code[lo:hi] without the blocks in it (theirs is their own module's code)."""
+        out, at = [], lo
+        for start, _, end, _ in blocks:
+            if start >= at and end < hi:
+                out.append(code[at:start])
+                at = end + 1
+        return "".join(out) + code[at:hi]
+
+    pieces = [(path, within(0, len(code)))]
+    for start, body, end, name in blocks:
+        around = [n for s, _, e, n in blocks if s < start and end <= e]
+        pieces.append(("::".join([path] + around + [name]), within(body, end)))
+    return pieces
 
 
 def circles(edges):
@@ -341,6 +357,13 @@ SELF_TEST_CRATES = {
          "a.rs": "use crate::b;\npub struct A;\nfn f() { b::g() }\n",
          "b.rs": "use crate::A;\npub fn g() {}\n"},
         ["crate::a -> crate::b -> crate::a"],
+    ),
+    "none: a test module inside an inline module": (
+        {"lib.rs": "mod p;\n", "p/mod.rs": "mod c;\nfn h() { c::g() }\n",
+         "p/c.rs": "pub fn g() {}\nmod inner {\n    fn i() { super::g() }\n"
+                   "    mod tests {\n        use super::*;\n        use super::super::g;\n"
+                   "    }\n}\n"},
+        [],
     ),
     "none: a test module, a doc link, a string, a path file": (
         {"lib.rs": "mod a;\nmod b;\n",
