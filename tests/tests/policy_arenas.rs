@@ -152,7 +152,8 @@ fn child_arenas_are_sized_backed_and_counted() {
         );
         let at = committed();
         blocks.push(keep(vec![1u8; 2 * MIB]));
-        if reserved() > before {
+        // An arena, not the few KiB of metadata mimalloc may map meanwhile.
+        if reserved() >= before + 32 * MIB {
             break at;
         }
     };
