@@ -232,6 +232,15 @@ fn child_a_refused_thread_is_reported() {
         );
         return;
     }
+    #[cfg(unix)]
+    refused_for_want_of_address_space();
+}
+
+/// Grows the heap past the purge's threshold with no address space left for a thread's stack;
+/// the purge must then be refused, and stay so. Unix only: elsewhere there is no background
+/// purge, and the test is ignored.
+#[cfg(unix)]
+fn refused_for_want_of_address_space() {
     assert_eq!(policy::background_purge(), BackgroundPurge::Waiting);
     let mut heap = Vec::with_capacity(policy::PURGE_FROM + 4 * MIB);
     let mut limit = libc::rlimit {
@@ -288,6 +297,14 @@ fn child_forks_during_purges_leave_the_children_purging() {
         }
         return;
     }
+    #[cfg(unix)]
+    fork_during_purges();
+}
+
+/// 20 rounds of a 64 MiB block freed, and a child forked the moment the purge thread runs.
+/// Unix only: elsewhere there is no background purge, and the test is ignored.
+#[cfg(unix)]
+fn fork_during_purges() {
     let heap = grown_heap();
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
     let stat = purge_task().join("stat");
@@ -302,21 +319,16 @@ fn child_forks_during_purges_leave_the_children_purging() {
                 break;
             }
         }
-        let pid = fork_a_collector();
-        let mut status = 0;
-        // SAFETY: waits for the child just forked, writing its status to a live local.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "round {round}: the child kept what it freed ({status:#x})"
-        );
+        collect_in_a_fork(round);
     }
     println!("forked while the thread ran: {caught_running} of 20");
     drop(heap);
 }
 
-/// Forks a child that frees 4 MiB it touched, collects, and exits with 0 if they went back.
-fn fork_a_collector() -> libc::pid_t {
+/// Forks a child that frees 4 MiB it touched and collects: they must have gone back. Unix
+/// only: elsewhere there is no background purge, and the test is ignored.
+#[cfg(unix)]
+fn collect_in_a_fork(round: usize) {
     // SAFETY: the child runs only this function's code, which allocates through mimalloc
     // (fork-safe: it and the background purge prepare for fork) and ends with `_exit`.
     let pid = unsafe { libc::fork() };
@@ -335,5 +347,11 @@ fn fork_a_collector() -> libc::pid_t {
         // SAFETY: ends the child without running the parent's exit handlers twice.
         unsafe { libc::_exit(if matches!(passed, Ok(true)) { 0 } else { 1 }) };
     }
-    pid
+    let mut status = 0;
+    // SAFETY: waits for the child just forked, writing its status to a live local.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "round {round}: the child kept what it freed ({status:#x})"
+    );
 }
