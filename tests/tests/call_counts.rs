@@ -361,3 +361,35 @@ fn the_peak_is_raised_only_when_passed() {
         "raises of the peak per repetition"
     );
 }
+
+/// Once the heap is advised for huge pages, a large block carved from the policy's arenas has
+/// the advice already: the policy looks at it (one call around the large path) and does not
+/// advise it again (a system call per block). A block under 2 MiB never meets the policy.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy decides them with mimalloc 3 on 64-bit Linux only)"
+)]
+fn an_advised_heaps_large_blocks_are_not_advised_again() {
+    let test = "an_advised_heaps_large_blocks_are_not_advised_again";
+    if is_child() {
+        assert_eq!(
+            mimalloc::policy::set_huge_pages_from(Some(0)),
+            mimalloc::policy::HugePages::Huge
+        );
+        return repeat(|| {
+            pair(layout(8 << 20, 8));
+            pair(layout(1 << 20, 8));
+        });
+    }
+    let calls = match calls_in_child(test) {
+        Some(calls) => calls,
+        None => return,
+    };
+    assert_eq!(
+        calls.per_rep("policy::around_large"),
+        1,
+        "blocks that met the policy"
+    );
+    assert_eq!(calls.per_rep("huge::advise_block"), 0, "blocks advised");
+}

@@ -452,8 +452,8 @@ fn child_the_heartbeat_makes_the_policy_look() {
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
 }
 
-/// A large request that fails (no block) advises nothing, and leaves the advice of later blocks
-/// on: in a heap that stays in 4 KiB pages, the heap's memory is still not advised, and an
+/// A large request that fails (no block) reserves nothing and advises nothing, and leaves the
+/// advice of later blocks on: in a heap that stays in 4 KiB pages, the heap's memory is still not advised, and an
 /// 8 MiB block after it is.
 #[test]
 #[cfg_attr(
@@ -471,9 +471,17 @@ fn child_a_failed_large_request_leaves_the_advice_on() {
     let small = mimalloc_tests::keep(vec![1u8; 4096]);
     // More than the 47 bits of address space a 64-bit process has (the test runs in those).
     let impossible = std::alloc::Layout::from_size_align(1 << (usize::BITS - 16), 8).unwrap();
+    let reserved = || mimalloc::stats::read().reserved.current as usize;
+    let before = reserved();
     // SAFETY: a layout of non-zero size; the null it returns is not used.
     let none = unsafe { std::alloc::alloc(impossible) };
     assert!(none.is_null());
+    // No arena for it: the largest is 16 GiB (mimalloc's own for a block takes a few MiB).
+    let grown = reserved() - before;
+    assert!(
+        grown < 1 << 30,
+        "reserved {grown} bytes for a request that failed"
+    );
     let flags = vm_flags(small.as_ptr() as usize);
     assert!(has(&flags, "nh") && !has(&flags, "hg"), "{flags:?}");
     let block: Vec<u8> = Vec::with_capacity(8 * MIB);

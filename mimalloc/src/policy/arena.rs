@@ -95,6 +95,16 @@ fn whole_huge_pages(size: usize) -> usize {
     size.clamp(HUGE_PAGE, LARGEST) & !(HUGE_PAGE - 1)
 }
 
+/// The room an arena leaves beside a large block: at least the chunk (32 MiB) that mimalloc's
+/// own arena for one leaves for its metadata.
+const ROOM: usize = 64 << 20;
+
+/// Whether an arena can hold a block of `block` bytes: one larger is mimalloc's own (it maps
+/// it by itself, or refuses it).
+pub(crate) fn can_hold(block: usize) -> bool {
+    block <= LARGEST - ROOM
+}
+
 /// Whether a heap that has committed `committed` bytes has outgrown the policy's arenas of
 /// `reserved` bytes: three quarters of them (never, where the policy reserved none and the heap
 /// is mimalloc's).
@@ -103,7 +113,8 @@ fn outgrown(committed: usize, reserved: usize) -> bool {
 }
 
 /// Reserves the next arena once the heap has [`outgrown`] the policy's arenas: at least large
-/// enough for a block of `block` bytes (0 for none) with mimalloc's metadata.
+/// enough for a block of `block` bytes (0 for none; one that [`can_hold`]) with mimalloc's
+/// metadata.
 pub(crate) fn grow(committed: usize, block: usize, backing: Backing) {
     let reserved = RESERVED.load(Ordering::Relaxed);
     if !outgrown(committed, reserved) || COUNT.load(Ordering::Relaxed) == MAX_ARENAS {
@@ -113,9 +124,7 @@ pub(crate) fn grow(committed: usize, block: usize, backing: Backing) {
         return;
     }
     if RESERVED.load(Ordering::Relaxed) == reserved {
-        // mimalloc's own arena for a large block leaves a chunk (32 MiB) for its metadata.
-        let fits = block.saturating_add(64 << 20);
-        add(arena_size(reserved.max(fits)), backing);
+        add(arena_size(reserved.max(block + ROOM)), backing);
     }
     ADDING.store(false, Ordering::Release);
 }
@@ -260,6 +269,14 @@ mod tests {
         assert_eq!(whole_huge_pages(MIB), HUGE_PAGE);
         assert_eq!(whole_huge_pages(0), HUGE_PAGE);
         assert_eq!(whole_huge_pages(LARGEST + HUGE_PAGE), LARGEST);
+    }
+
+    #[test]
+    fn an_arena_holds_blocks_up_to_mimallocs_largest_less_its_metadata() {
+        assert!(can_hold(8 * MIB));
+        assert!(can_hold(16 * 1024 * MIB - 64 * MIB));
+        assert!(!can_hold(16 * 1024 * MIB - 64 * MIB + 1));
+        assert!(!can_hold(usize::MAX));
     }
 
     #[test]

@@ -118,9 +118,13 @@ fn backing() -> Backing {
 }
 
 /// Before a request of `size` bytes (at least a huge page) is served: the heap switches first
-/// if the block takes it past the threshold, so the block is born in huge pages.
+/// if the block takes it past the threshold, so the block is born in huge pages. A block no
+/// arena can hold is not born in the policy's memory (mimalloc maps it by itself, or refuses
+/// it: an impossible request must not reserve an arena), so the policy looks at the heap as it
+/// is then, and at the block once it is committed.
 pub(crate) fn before_large(size: usize, committed: usize) {
-    grow_for(committed.saturating_add(size), size);
+    let block = if arena::can_hold(size) { size } else { 0 };
+    grow_for(committed + block, block);
 }
 
 /// Advises every policy arena for huge pages, once.
