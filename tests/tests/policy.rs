@@ -453,8 +453,8 @@ fn child_the_heartbeat_makes_the_policy_look() {
 }
 
 /// A large request that fails (no block) reserves nothing and advises nothing, and leaves the
-/// advice of later blocks on: in a heap that stays in 4 KiB pages, the heap's memory is still not advised, and an
-/// 8 MiB block after it is.
+/// advice of later blocks on: in a heap that stays in 4 KiB pages, the heap's memory is still
+/// not advised, and an 8 MiB block after it is.
 #[test]
 #[cfg_attr(
     not(mimalloc_adaptive_thp),
