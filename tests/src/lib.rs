@@ -4,6 +4,9 @@
 //! `scripts/cross-test.sh`, under Wine, in emulated ARM machines (qemu-system) and as 32-bit
 //! binaries, so everything here must also build with the MSRV (Rust 1.63).
 
+#[cfg(unix)]
+pub mod fork;
+pub mod kernel;
 pub mod model;
 pub mod rng;
 pub mod stress;
@@ -177,6 +180,16 @@ fn resident_bytes_from_proc() -> Option<usize> {
     None
 }
 
+/// Whether [`resident_bytes`] answers here, for the tests that check that memory went back to
+/// the OS; says why `test` is skipped where it does not.
+pub fn reports_resident_set(test: &str) -> bool {
+    let reported = resident_bytes().is_some();
+    if !reported {
+        skip(test, "this system does not report the resident set");
+    }
+    reported
+}
+
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
 /// `MIMALLOC_TESTS_EMULATOR` to `wine`, `qemu` (qemu-user), `qemu-system` (a whole emulated
 /// machine running its own Linux kernel, `scripts/system-test.sh`) or `native` (a 32-bit
@@ -324,6 +337,33 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// As [`run_child`], for a child that must succeed: panics with its status and everything it
+/// printed unless it exited with status 0, and returns its output for the checks that read it.
+#[track_caller]
+pub fn in_child(test: &str, env: &[(&str, &str)]) -> Output {
+    let out = run_child(test, env);
+    assert!(
+        out.status.success(),
+        "the child running `{test}` failed ({})\n--- its stdout\n{}\n--- its stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The memory policy's notes and warnings in what a child wrote to `stderr`, one line each
+/// without its newline: the policy speaks through mimalloc's output (`mimalloc: policy: ...`,
+/// `mimalloc: warning: policy: ...`; its notes with `MIMALLOC_VERBOSE=1`), which is how its
+/// tests read what it decided.
+pub fn policy_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// What a child process did: its exit status (`None`: it was still running at the deadline and
 /// was killed) and everything it printed.
 #[derive(Debug)]
@@ -409,8 +449,7 @@ pub fn is_child() -> bool {
 /// which mimalloc 2 leaves out of its thread count.
 pub fn in_child_on_a_thread(test: &str, body: fn()) {
     if !is_child() {
-        let out = run_child(test, &[]);
-        assert!(out.status.success(), "{out:?}");
+        in_child(test, &[]);
         return;
     }
     std::thread::spawn(body).join().unwrap();
@@ -427,16 +466,6 @@ pub fn c_abi_probe() -> &'static [usize] {
     // SAFETY: the probe defines `mimalloc_tests_abi` as an array of `mimalloc_tests_abi_len`
     // `size_t`s (the same type as `usize`), immutable for the life of the program.
     unsafe { std::slice::from_raw_parts(mimalloc_tests_abi.as_ptr(), mimalloc_tests_abi_len) }
-}
-
-/// How many threads of this process are named `mimalloc-purge`: the memory policy's background
-/// purge (Linux only: it reads `/proc/self/task`, and panics where there is none).
-pub fn purge_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("Linux lists a process's threads")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "mimalloc-purge")
-        .count()
 }
 
 /// `value`, which the compiler must now assume was read and written through: allocations a
