@@ -455,6 +455,15 @@ pub fn in_child_on_a_thread(test: &str, body: fn()) {
     std::thread::spawn(body).join().unwrap();
 }
 
+/// `Tracking`'s process-wide live bytes, with this thread's unpublished change published
+/// first: for the child tests that compare the figure before and after threads come and go
+/// (`tests/tracking_global.rs`, `tests/tracking_thread_exit.rs`), where the difference is exact
+/// while the process's other threads wait (a thread's change is flushed when it exits).
+pub fn tracked_process_bytes() -> isize {
+    mimalloc::tracking::flush();
+    mimalloc::tracking::stats().live_bytes as isize
+}
+
 extern "C" {
     static mimalloc_tests_abi: [usize; 0];
     static mimalloc_tests_abi_len: usize;
