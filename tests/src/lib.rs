@@ -150,6 +150,37 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
     None
 }
 
+/// Panics unless the block at `p` is aligned to `align` and mimalloc counts at least `size`
+/// usable bytes in it: what every block must be, whichever path of the crate served it
+/// (`tests/alignment.rs`, `tests/guarded_alignment.rs`); `context` names the block and its
+/// layout in the message.
+///
+/// # Safety
+///
+/// `p` must point into a live block allocated by mimalloc (as for
+/// `mimalloc::heap::usable_size`).
+#[track_caller]
+pub unsafe fn assert_aligned_and_usable(p: *const u8, size: usize, align: usize, context: &str) {
+    assert_eq!(p as usize % align, 0, "{context}: {p:p} misaligned");
+    // SAFETY: the caller guarantees a live block of mimalloc's.
+    let usable = unsafe { mimalloc::heap::usable_size(p) };
+    assert!(
+        usable >= size,
+        "{context}: usable size {usable} below {size}"
+    );
+}
+
+/// The environment of a `guarded` build's child in which every block is guarded, and placed
+/// exactly before its guard page (not rounded down to mimalloc's 16-byte alignment, which
+/// would leave the first bytes past it writable): for the tests that must meet a guard page at
+/// every block (`tests/memory_tools.rs`, `tests/guarded_alignment.rs`).
+pub const EVERY_BLOCK_GUARDED: [(&str, &str); 3] = [
+    ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
+    ("MIMALLOC_GUARDED_PRECISE", "1"),
+    // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
+    ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
+];
+
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
 /// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
