@@ -511,7 +511,7 @@ def land(clone, message, change):
     main = changed_lines.git(clone, "rev-parse", "--abbrev-ref", "HEAD")
     git("checkout", "-q", "-b", message.replace(" ", "-"))
     change()
-    git("commit", "-q", "-a", "-m", message)
+    git("commit", "-q", "-a", "--allow-empty", "-m", message)
     git("checkout", "-q", main)
     git("merge", "-q", "--no-ff", "-m", f"land: {message}", message.replace(" ", "-"))
 
