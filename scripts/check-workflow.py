@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Expand .github/workflows/ci.yml's job matrices the way GitHub does and check the job list.
+"""Expand the hosted workflows' job matrices the way GitHub does and check the job list.
 
     scripts/check-workflow.py [--self-test] [--print]
 
-The hosted workflow cannot run here, so its job list is computed, not guessed:
+The hosted workflows (.github/workflows/ci.yml on every change, mutants-sweep.yml on a schedule)
+cannot run here, so their job list is computed, not guessed:
   1. every job's matrix is expanded with GitHub's rules for `exclude` and `include` (below);
   2. every job runs on a runner label that exists today (.ci/hosted-runners.json);
-  3. every line of `bash .ci/run lanes` (the full local run) is run by some hosted job, and every
-     lane a job names exists in .ci/lanes.sh: a lane is written once, in .ci/run;
-  4. the jobs are exactly the rows of docs/ci.md's table "Hosted CI jobs".
+  3. every line of `bash .ci/run lanes` (the full local run) is run by some job of ci.yml, and
+     every lane a job names exists in .ci/lanes.sh: a lane is written once, in .ci/run;
+  4. each lane of SCHEDULED is run by a workflow that GitHub starts on that schedule and on
+     demand (`workflow_dispatch`);
+  5. the jobs are exactly the rows of docs/ci.md's table "Hosted CI jobs".
 `--print` lists the expanded jobs; `--self-test` first checks the expansion against GitHub's
-documented example and against the matrix shape that once turned the MSVC jobs into GNU ones.
+documented example and against the matrix shape that once turned the MSVC jobs into GNU ones,
+and the reading of schedules.
 """
 import itertools
 import json
@@ -22,6 +26,8 @@ import sys
 import yaml
 
 WORKFLOW = ".github/workflows/ci.yml"
+# The workflows besides ci.yml, and the lanes each must run on a schedule.
+SCHEDULED_WORKFLOWS = {".github/workflows/mutants-sweep.yml": {"mutants-sweep": "weekly"}}
 DOC = "docs/ci.md"
 TABLE_HEADING = "## Hosted CI jobs"
 
@@ -84,6 +90,42 @@ def lane_calls(script):
     return calls
 
 
+def triggers(workflow):
+    """The workflow's `on:` (YAML 1.1 reads the bare key `on` as true)."""
+    on = workflow.get("on", workflow.get(True))
+    return {on: None} if isinstance(on, str) else dict.fromkeys(on) if isinstance(on, list) else on
+
+
+def cadence(cron):
+    """How often a POSIX cron line (GitHub's `schedule`) fires: "weekly" for a set minute and
+    hour on one day of the week, "daily" for a set minute and hour every day, else "other"."""
+    fields = cron.split()
+    if len(fields) != 5 or not all(re.fullmatch(r"\d+", f) for f in fields[:2]):
+        return "other"
+    minute, hour, day, month, weekday = fields
+    if int(minute) > 59 or int(hour) > 23 or (day, month) != ("*", "*"):
+        return "other"
+    if weekday == "*":
+        return "daily"
+    return "weekly" if re.fullmatch(r"[0-6]", weekday) else "other"
+
+
+def check_schedule(path, workflow, lanes):
+    """Errors of a scheduled workflow: each of `lanes` ({lane: cadence}) must be run by its jobs,
+    and the workflow must be started on that cadence and on demand."""
+    errors, on = [], triggers(workflow) or {}
+    cadences = {cadence(entry.get("cron", "")) for entry in on.get("schedule") or []}
+    jobs, _ = hosted_jobs(workflow)
+    for lane, wanted in lanes.items():
+        if wanted not in cadences:
+            errors.append(f"{path}: lane {lane} is not run {wanted} (schedule: {on.get('schedule')})")
+        if "workflow_dispatch" not in on:
+            errors.append(f"{path}: lane {lane} cannot be run on demand (no workflow_dispatch)")
+        if lane not in {job[3] for job in jobs}:
+            errors.append(f"{path}: no job runs lane {lane}")
+    return errors
+
+
 def hosted_jobs(workflow):
     """One (job id, runner label, target, lane, first argument) per lane call of each expanded
     job, and the set of lane calls as `bash .ci/run lanes` writes them."""
@@ -124,13 +166,20 @@ def documented_jobs():
                 args = [a.strip() for a in args.split(", ")] if args else [""]
                 for arg in args:
                     arg = "" if arg == "default" else arg.strip("`")
-                    rows.append((job.strip("`"), runner, tgt, name.strip().strip("`"), arg))
+                    # The job's id is the cell's first code span; the rest says more of it.
+                    job_id = (re.findall(r"`([^`]+)`", job) or [job])[0]
+                    rows.append((job_id, runner, tgt, name.strip().strip("`"), arg))
     return rows
 
 
 def check(workflow, print_jobs=False):
     jobs, called = hosted_jobs(workflow)
     errors = []
+    for path, lanes in SCHEDULED_WORKFLOWS.items():
+        with open(path, encoding="utf-8") as f:
+            scheduled = yaml.safe_load(f)
+        errors += check_schedule(path, scheduled, lanes)
+        jobs += hosted_jobs(scheduled)[0]
     if print_jobs:
         for job in sorted(jobs):
             print("  " + " | ".join(job))
@@ -172,7 +221,20 @@ def self_test():
     assert [c.get("target") for c in old] == ["x86_64-pc-windows-gnu", None, None], old
     exclude = expand({"a": [1, 2], "b": [3, 4], "exclude": [{"a": 1, "b": 4}]})
     assert exclude == [{"a": 1, "b": 3}, {"a": 2, "b": 3}, {"a": 2, "b": 4}], exclude
-    print("self-test: GitHub's matrix example, the MSVC-to-GNU merge and exclude expand as GitHub does")
+    assert [cadence(c) for c in ("17 3 * * 1", "17 3 * * *", "0 0 1 * *", "*/5 * * * *", "0 3 * * 1-5",
+                                 "0 3 * * 7", "61 3 * * 1")] == \
+        ["weekly", "daily", "other", "other", "other", "other", "other"]
+    sweep = {True: {"schedule": [{"cron": "17 3 * * 1"}], "workflow_dispatch": None},
+             "jobs": {"j": {"runs-on": "ubuntu-24.04", "steps": [{"run": "bash .ci/run lane s"}]}}}
+    assert check_schedule("w", sweep, {"s": "weekly"}) == []
+    daily = {True: {"schedule": [{"cron": "0 3 * * *"}]}, "jobs": sweep["jobs"]}
+    assert check_schedule("w", daily, {"s": "weekly", "t": "weekly"}) == [
+        "w: lane s is not run weekly (schedule: [{'cron': '0 3 * * *'}])",
+        "w: lane s cannot be run on demand (no workflow_dispatch)",
+        "w: lane t is not run weekly (schedule: [{'cron': '0 3 * * *'}])",
+        "w: lane t cannot be run on demand (no workflow_dispatch)", "w: no job runs lane t"]
+    print("self-test: GitHub's matrix example, the MSVC-to-GNU merge and exclude expand as GitHub"
+          " does; schedules are read by their cadence")
 
 
 if __name__ == "__main__":
@@ -181,8 +243,10 @@ if __name__ == "__main__":
     with open(WORKFLOW, encoding="utf-8") as f:
         jobs, errors = check(yaml.safe_load(f), "--print" in sys.argv)
     for error in errors:
-        print(f"{WORKFLOW}: {error}")
+        print(f"hosted workflows: {error}")
     if errors:
         sys.exit(1)
-    print(f"{WORKFLOW}: {len(jobs)} lane runs in hosted jobs, on current runner labels; every lane of"
-          f" `bash .ci/run lanes` among them; the table of hosted jobs in {DOC} matches")
+    print(f"{WORKFLOW}: {len(jobs)} lane runs in hosted jobs (with {', '.join(SCHEDULED_WORKFLOWS)}),"
+          f" on current runner labels; every lane of `bash .ci/run lanes` among them; the lanes"
+          f" run on a schedule are run on it and on demand; the table of hosted jobs in {DOC}"
+          " matches")

@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
-"""Mutation testing of the core files with cargo-mutants, group by group, against a committed record.
+"""Mutation testing of the core files with cargo-mutants: by the lines a change touches, and
+by whole sweeps.
 
-  python3 scripts/mutants.py check            the `mutants` lane: runs every group whose inputs
-                                              changed since its recorded run, else one recorded
-                                              group as a spot check; fails on any missed mutant
-  python3 scripts/mutants.py record [GROUP..]  runs the groups (all by default), writes the record
-  python3 scripts/mutants.py docs [--check]    writes the record's figures into README.md and
-                                              docs/reliability.md (--check: fails where they differ)
-  python3 scripts/mutants.py --self-test
+  python3 scripts/mutants.py diff [--base REV] [--most N]
+      the check by diff (the `mutants` lane): the mutants on the lines of code the change touches
+      since its base (scripts/changed_lines.py: which base, which lines), each tried in the
+      builds of its group and judged by the group's tests; fails on any no test notices.
+      --most N: a change with more mutants than N is not run here (SKIPPED, exit code 10)
+  python3 scripts/mutants.py record [GROUP..]
+      the whole sweep: runs the groups (all by default), writes mutants/record.json and the
+      figures in README.md and docs/reliability.md; fails on any missed mutant
+  python3 scripts/mutants.py docs [--check]
+      writes the record's figures into the docs (--check: fails where they differ)
+  python3 scripts/mutants.py --self-test [--quick]
+      the script's own checks; without --quick also the check by diff, run in a scratch clone
+      on a change that must fail it and one that must cost no run
 
-mutants/groups.toml says which tests judge which files (and in which build); mutants/record.json
-holds each group's last run and the hash of what it read. The mutants no test can tell apart are
-excluded in .cargo/mutants.toml, each with its reason: any other missed mutant fails.
+mutants/groups.toml says which tests judge which files (and in which builds); mutants/record.json
+documents the last sweep of each group. The mutants no test can tell apart are excluded in
+.cargo/mutants.toml, each with its reason: any other missed mutant fails.
 """
 import datetime
-import hashlib
+import functools
 import json
 import os
 import pathlib
@@ -23,7 +30,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
+
+import changed_lines
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GROUPS = ROOT / "mutants" / "groups.toml"
@@ -31,62 +41,23 @@ RECORD = ROOT / "mutants" / "record.json"
 EXCLUSIONS = ROOT / ".cargo" / "mutants.toml"
 # The version the record was made with: another version may make other mutants.
 CARGO_MUTANTS = "27.1.0"
-# The packages whose test targets a group names (`package`, mimalloc-tests unless it says), by
-# directory; what every group's tests read besides their own files is the package's library,
-# build script and manifest.
-PACKAGES = {"mimalloc-tests": "tests", "mimalloc-prof": "prof"}
 OUTCOMES = {"CaughtMutant": "caught", "MissedMutant": "missed", "Unviable": "unviable",
             "Timeout": "timeout"}
 FIGURES = ("mutants", "caught", "unviable", "timeout", "missed", "excluded")
+# `diff --most N`: the change has more mutants than this run takes on.
+EXIT_TOO_MANY = 10
 
 
-def load_groups():
-    with open(GROUPS, "rb") as file:
-        return {group["name"]: group for group in tomllib.load(file)["group"]}
+def load_groups(text=None):
+    """The groups of mutants/groups.toml (or of `text`, the file as it was at a base)."""
+    table = tomllib.loads(text) if text is not None else tomllib.loads(GROUPS.read_text())
+    return {group["name"]: group for group in table["group"]}
 
 
 def load_record():
     if not RECORD.exists():
         return {}
     return json.loads(RECORD.read_text())
-
-
-def input_paths(group):
-    """The files whose change can change the group's result (besides code the tests reach
-    through other files: the spot check re-runs a recorded group for that; and the exclusions,
-    which count through the mutants they leave, see `group_hash`)."""
-    if "crate" in group:
-        paths = list(group["files"]) + [group["crate"]["test"]]
-    else:
-        directory = PACKAGES[package(group)]
-        paths = list(group["files"]) + [f"{directory}/{shared}" for shared in
-                                        ("src", "build.rs", "Cargo.toml")]
-        paths += [f"{directory}/tests/{test}.rs" for test in group["tests"]]
-    files = []
-    for path in paths:
-        full = ROOT / path
-        files += sorted(full.rglob("*.rs")) if full.is_dir() else [full]
-    return files
-
-
-def group_hash(group):
-    digest = hashlib.sha256()
-    # `pending` says whether the lane holds the group to its record, not what the run read:
-    # a group recorded while pending is judged once the key is dropped, without a re-run.
-    judged = {key: value for key, value in group.items() if key != "pending"}
-    digest.update(json.dumps(judged, sort_keys=True).encode())
-    digest.update(CARGO_MUTANTS.encode())
-    # The mutants themselves, after .cargo/mutants.toml's exclusions (cargo-mutants' and the
-    # script's own, see `exclusions`): an exclusion of another group's mutant leaves this
-    # group's hash as it was.
-    excluded = exclusions()
-    kept = [name for name in listed(group, True)
-            if not any(pattern.search(name) for pattern in excluded)]
-    digest.update("\n".join(kept).encode())
-    for path in input_paths(group):
-        digest.update(str(path.relative_to(ROOT)).encode())
-        digest.update(path.read_bytes() if path.exists() else b"(missing)")
-    return digest.hexdigest()
 
 
 def package(group):
@@ -175,30 +146,10 @@ def scratch_crate(group):
     return directory, {}, []
 
 
-def listed(group, use_config):
-    """The mutants cargo-mutants makes of the group's files, with or without the exclusions,
-    named by their paths in the repository."""
-    cwd, _, _, files = place(group, builds(group)[0])
-    command = ["cargo", "mutants", "--list"] + file_args(files)
-    if not use_config:
-        command.append("--no-config")
-    result = subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
-    return [in_repository(line, files) for line in result.stdout.splitlines() if line.strip()]
-
-
 def in_repository(name, files):
     """A mutant's name (or file) with its file's path in the repository."""
     path, sep, rest = name.partition(":")
     return {local: repo for repo, local in files.items()}.get(path, path) + sep + rest
-
-
-def excluded_by_file(group):
-    kept = set(listed(group, True))
-    counts = {path: 0 for path in group["files"]}
-    for mutant in listed(group, False):
-        if mutant not in kept:
-            counts[mutant.split(":", 1)[0]] += 1
-    return counts
 
 
 def test_args(group):
@@ -224,6 +175,59 @@ def run_baseline(group, build, where):
         sys.exit(f"the tests of group {group['name']} fail unmutated")
 
 
+def in_repository_mutant(mutant, files):
+    return dict(mutant, file=in_repository(mutant["file"], files),
+                name=in_repository(mutant["name"], files))
+
+
+def in_place(name, files):
+    """A mutant's name with its file's path where the build runs (`place`)."""
+    path, sep, rest = name.partition(":")
+    return files.get(path, path) + sep + rest
+
+
+def regex_escape(name):
+    """A mutant's name as a regex that matches only it (cargo-mutants' regex syntax)."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in name)
+
+
+@functools.cache
+def exclusions():
+    """The `exclude_re` patterns of .cargo/mutants.toml, which cargo-mutants 27.1.0 does not
+    apply to field deletions (sourcefrog/cargo-mutants#632): the script applies them to every
+    outcome, so an excluded field deletion is counted excluded, not missed."""
+    return [re.compile(pattern)
+            for pattern in tomllib.loads(EXCLUSIONS.read_text()).get("exclude_re", [])]
+
+
+def is_excluded(name, patterns=None):
+    """Whether an exclusion (of .cargo/mutants.toml, or `patterns`) names the mutant."""
+    return any(pattern.search(name) for pattern in (exclusions() if patterns is None else patterns))
+
+
+def listed(group, use_config=True, diff=None):
+    """The mutants cargo-mutants makes of the group's files (with the exclusions, unless
+    `use_config` is false; only those on the lines a `diff` file adds, if given), named by their
+    paths in the repository."""
+    cwd, _, _, files = place(group, builds(group)[0])
+    command = ["cargo", "mutants", "--list"] + file_args(files)
+    if diff:
+        command += ["--in-diff", diff]
+    if not use_config:
+        command.append("--no-config")
+    result = subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
+    names = [in_repository(line, files) for line in result.stdout.splitlines() if line.strip()]
+    return [name for name in names if not use_config or not is_excluded(name)]
+
+
+def excluded_by_file(group):
+    """How many of each file's mutants an exclusion leaves out."""
+    counts = {path: 0 for path in group["files"]}
+    for mutant in listed(group, use_config=False):
+        counts[mutant.split(":", 1)[0]] += is_excluded(mutant)
+    return counts
+
+
 def run_cargo_mutants(group, build, only, out_dir):
     """Outcomes of the group's mutants in `build` (only those named in `only`, if given)."""
     cwd, added, cargo_args, files = place(group, build)
@@ -245,52 +249,27 @@ def run_cargo_mutants(group, build, only, out_dir):
     if status not in (0, 2, 3):
         sys.exit(f"cargo mutants failed with exit code {status}")
     outcomes = json.loads((out_dir / "mutants.out" / "outcomes.json").read_text())
-    return [(in_repository_mutant(o["scenario"]["Mutant"], files), OUTCOMES[o["summary"]])
-            for o in outcomes["outcomes"]
-            if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
+    outcomes = [(in_repository_mutant(o["scenario"]["Mutant"], files), OUTCOMES[o["summary"]])
+                for o in outcomes["outcomes"]
+                if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
+    # cargo-mutants 27.1.0 runs field deletions whatever `--re` says
+    # (sourcefrog/cargo-mutants#632): only the mutants asked for are judged.
+    return [(m, outcome) for m, outcome in outcomes if only is None or m["name"] in only]
 
 
-def in_repository_mutant(mutant, files):
-    return dict(mutant, file=in_repository(mutant["file"], files),
-                name=in_repository(mutant["name"], files))
-
-
-def in_place(name, files):
-    """A mutant's name with its file's path where the build runs (`place`)."""
-    path, sep, rest = name.partition(":")
-    return files.get(path, path) + sep + rest
-
-
-def regex_escape(name):
-    """A mutant's name as a regex that matches only it (cargo-mutants' regex syntax)."""
-    return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in name)
-
-
-def exclusions():
-    """The `exclude_re` patterns of .cargo/mutants.toml, which cargo-mutants 27.1.0 does not
-    apply to field deletions (sourcefrog/cargo-mutants#632): the script applies them to every
-    outcome, so an excluded field deletion is counted excluded, not missed."""
-    with open(EXCLUSIONS, "rb") as file:
-        return [re.compile(pattern) for pattern in tomllib.load(file).get("exclude_re", [])]
-
-
-def tally(group, outcomes, excluded=()):
-    """Counts by file over every build's outcomes, and the names of those still missed; the
-    mutants an `excluded` pattern matches are counted as excluded only."""
+def tally(group, outcomes, patterns=None):
+    """Counts by file over every build's outcomes, and the names of those still missed. The
+    mutants an exclusion names are left out (cargo-mutants runs excluded field deletions, see
+    `exclusions`); `excluded_by_file` counts them."""
     counts = {path: dict.fromkeys(FIGURES, 0) for path in group["files"]}
     missed = []
     for number, build_outcomes in enumerate(outcomes):
         for mutant, outcome in build_outcomes:
             figures = counts[mutant["file"]]
-            if any(pattern.search(mutant["name"]) for pattern in excluded):
-                figures["excluded"] += number == 0
+            if is_excluded(mutant["name"], patterns):
                 continue
             if number == 0:
                 figures["mutants"] += 1
-            elif mutant["name"] not in missed:
-                # cargo-mutants 27.1.0 runs field deletions whatever `--re` says
-                # (sourcefrog/cargo-mutants#632): judged in the first build already.
-                continue
             else:
                 # Tried again in this build because no test of the builds before caught it.
                 figures["missed"] -= 1
@@ -301,22 +280,23 @@ def tally(group, outcomes, excluded=()):
     return counts, missed
 
 
-def run_group(group):
-    """Runs one group; returns its counts by file, or None after naming the missed mutants."""
+def run_group(group, only=None):
+    """Runs the group's mutants (those named in `only`, if given) in its builds in turn, each
+    later build trying what no test of the builds before caught; returns the counts by file,
+    or None after naming the missed mutants."""
     print(f"mutants: group {group['name']}: {', '.join(group['files'])}", flush=True)
-    outcomes, missed, excluded = [], None, exclusions()
+    outcomes, missed = [], only
     for build in builds(group):
         if missed == []:
             break
         print(f"  build: {build_name(build)}", flush=True)
         with tempfile.TemporaryDirectory(prefix="mutants-") as out:
             outcomes.append(run_cargo_mutants(group, build, missed, pathlib.Path(out)))
-        missed = tally(group, outcomes, excluded)[1]
-    counts, missed = tally(group, outcomes, excluded)
-    for path, number in excluded_by_file(group).items():
-        counts[path]["excluded"] += number
+        missed = tally(group, outcomes)[1]
+    counts, missed = tally(group, outcomes)
     for path, figures in counts.items():
-        print(f"  {path}: " + ", ".join(f"{value} {key}" for key, value in figures.items()))
+        if only is None or figures["mutants"]:
+            print(f"  {path}: " + ", ".join(f"{value} {key}" for key, value in figures.items()))
     if missed:
         print(f"FAILED: group {group['name']}: no test failed on these mutants (add a test that"
               " does, or list the mutant in .cargo/mutants.toml with the reason no test can tell"
@@ -327,70 +307,85 @@ def run_group(group):
     return counts
 
 
+def check_diff(given_base, most):
+    """The check by diff: the mutants on the lines of code the change touches, in each group."""
+    since, why = changed_lines.base(ROOT, given_base)
+    changed = changed_lines.changed_files(ROOT, since)
+    print(f"mutants: the change since {since[:12]} ({why}): {len(changed)} files changed")
+    groups = load_groups()
+    chosen = {name: on_changed_lines(group, changed, since) for name, group in groups.items()}
+    chosen = {name: names for name, names in chosen.items() if names}
+    total = sum(len(names) for names in chosen.values())
+    if not total:
+        print("mutants: no mutant on a line of code the change touches in a group's files:"
+              " nothing to run")
+        return
+    for name, names in chosen.items():
+        print(f"mutants: group {name}: {len(names)} mutants on the changed lines")
+        print("".join(f"  {mutant}\n" for mutant in names), end="")
+    if most is not None and total > most:
+        print(f"SKIPPED mutants by diff: {total} mutants on the changed lines, more than the {most}"
+              " this run takes on (docs/ci.md); `bash .ci/run full` runs them all")
+        sys.exit(EXIT_TOO_MANY)
+    failed = [name for name, names in chosen.items() if run_group(groups[name], names) is None]
+    if failed:
+        sys.exit(f"mutants: missed mutants on the changed lines of group(s) {', '.join(failed)}"
+                 " (above)")
+    print(f"mutants: no test missed any of the {total} mutants on the changed lines")
+
+
+def on_changed_lines(group, changed, since):
+    """The group's mutants on the lines of code the change touches, with those of a file the
+    base's groups did not judge (all its lines are new to the check), and those an exclusion
+    the change took away used to leave out."""
+    text = changed_lines.old_text(ROOT, since, "mutants/groups.toml")
+    judged = {path for old in load_groups(text).values() for path in old["files"]} if text else set()
+    paths = [path for path in group["files"] if path in changed or path not in judged]
+    names = []
+    if paths:
+        _, _, _, files = place(group, builds(group)[0])
+        patch = ""
+        for path in paths:
+            new = (ROOT / path).read_text()
+            old = changed_lines.old_text(ROOT, since, path) if path in judged else ""
+            patch += changed_lines.as_diff(files[path], new, changed_lines.touched_lines(old, new))
+        if patch:
+            with tempfile.NamedTemporaryFile("w", suffix=".diff") as diff:
+                diff.write(patch)
+                diff.flush()
+                names = listed(group, diff=diff.name)
+    excluded = str(EXCLUSIONS.relative_to(ROOT))
+    if excluded in changed:
+        before = [re.compile(pattern) for pattern in tomllib.loads(
+            changed_lines.old_text(ROOT, since, excluded)).get("exclude_re", [])]
+        names += [name for name in listed(group, use_config=False) if not is_excluded(name)
+                  and any(pattern.search(name) for pattern in before)]
+    return sorted(set(names))
+
+
 def record_groups(names):
     groups, failed = load_groups(), []
+    # What the sweep ran on: the tree changes as it writes the record.
+    commit = changed_lines.git(ROOT, "describe", "--always", "--dirty", "--abbrev=12")
     for name in names or groups:
-        group = groups[name]
-        # Hashed before the run: what the run copied, not what an edit meanwhile made of it.
-        digest = group_hash(group)
-        counts = run_group(group)
+        started = time.monotonic()
+        counts = run_group(groups[name])
         if counts is None:
             failed.append(name)
             continue
+        for path, number in excluded_by_file(groups[name]).items():
+            counts[path]["excluded"] += number
         # Read again: another run of the script may have recorded a group meanwhile.
         record = load_record()
-        record[name] = {"hash": digest, "date": datetime.date.today().isoformat(),
-                        "cargo_mutants": CARGO_MUTANTS, "files": counts}
+        record[name] = {"date": datetime.date.today().isoformat(), "commit": commit,
+                        "cargo_mutants": CARGO_MUTANTS,
+                        "minutes": round((time.monotonic() - started) / 60, 1), "files": counts}
         # Each group as it passes: a later group's failure keeps the earlier ones' runs.
         RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         print(f"recorded group {name} in {RECORD.relative_to(ROOT)}")
     docs(check_only=False)
     if failed:
         sys.exit(f"mutants: missed mutants in group(s) {', '.join(failed)} (above)")
-
-
-def check():
-    groups, record = judged_groups(), load_record()
-    stale = [name for name, group in groups.items()
-             if record.get(name, {}).get("hash") != group_hash(group)]
-    for name in groups:
-        if name not in stale:
-            print(f"mutants: group {name}: unchanged since its recorded run of"
-                  f" {record[name]['date']}, not re-run")
-    if not stale and groups:
-        # Code that the group's tests reach through files outside its inputs may have
-        # changed: one recorded group, chosen by the commit, is run again.
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        names = sorted(groups)
-        stale = [names[int(head, 16) % len(names)]]
-        print(f"mutants: spot check of group {stale[0]} (chosen by commit {head[:12]})")
-    failed = [name for name in stale if run_group(groups[name]) is None]
-    for name in (name for name in stale if name not in failed):
-        if record.get(name, {}).get("hash") != group_hash(groups[name]):
-            print(f"mutants: group {name} passed but its record is stale:"
-                  f" `python3 scripts/mutants.py record {name}` would spare later runs")
-    for paths, why in pending():
-        print(f"mutants: PENDING {', '.join(paths)}: {why}")
-    if failed:
-        sys.exit(f"mutants: missed mutants in group(s) {', '.join(failed)} (above)")
-
-
-def judged_groups():
-    """The groups the lane holds to their record: all but those marked `pending`."""
-    return {name: group for name, group in load_groups().items() if "pending" not in group}
-
-
-def pending():
-    """The core files no recorded group judges yet, with what stands in the way: mutants/
-    groups.toml's `pending` table, and its groups marked `pending` (defined, so that `record`
-    can run them, but not yet held to a record)."""
-    with open(GROUPS, "rb") as file:
-        table = tomllib.load(file).get("pending", {})
-    lines = [([path], why) for path, why in sorted(table.items())]
-    lines += [(group["files"], f"group {name}: {group['pending']}")
-              for name, group in sorted(load_groups().items()) if "pending" in group]
-    return lines
 
 
 def table():
@@ -406,14 +401,15 @@ def table():
 
 
 def summary():
-    files = [figures for entry in load_record().values() for figures in entry["files"].values()]
+    record = load_record()
+    files = [figures for entry in record.values() for figures in entry["files"].values()]
     total = {key: sum(figures[key] for figures in files) for key in FIGURES}
-    waiting = sum(len(paths) for paths, _ in pending())
+    dates = sorted({entry["date"] for entry in record.values()})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     return (f"{total['mutants']} mutants of {len(files)} core files: {total['caught']} caught,"
             f" {total['unviable']} unviable (they do not build), {total['timeout']} timed out,"
             f" {total['missed']} missed, and {total['excluded']} more excluded with their reasons"
-            + (f"; {waiting} more core files and directories not yet judged (`pending` in"
-               " mutants/groups.toml, with why)." if waiting else "."))
+            f" (the whole sweep of {when}).")
 
 
 # The generated parts of the docs: between a start marker and END in each file.
@@ -440,26 +436,113 @@ def docs(check_only):
             print(f"{path.relative_to(ROOT)}: mutation figures updated")
 
 
-def self_test():
+# An untested branch in a core file, which the check by diff must fail on.
+UNTESTED = """
+/// Added by scripts/mutants.py's self-test: a branch that no test reaches.
+pub fn untested_branch(count: usize) -> usize {
+    if count > 3 {
+        count - 3
+    } else {
+        count
+    }
+}
+"""
+
+
+def self_test_diff():
+    """The check by diff, run as the lane runs it in a scratch clone of this repository (with
+    this script's working versions), on two changes, each landed as a merge: comments, a doc
+    comment and a test only, which must pass without running a mutant; an untested branch in a
+    core file, which must fail on it."""
+    with tempfile.TemporaryDirectory(prefix="mutants-self-test-") as scratch:
+        clone = pathlib.Path(scratch) / "repo"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        for path in ("scripts/mutants.py", "scripts/changed_lines.py", "mutants/groups.toml",
+                     ".cargo/mutants.toml"):
+            shutil.copy(ROOT / path, clone / path)
+        land(clone, "the scripts as they are here", lambda: None)
+
+        route = clone / "mimalloc" / "src" / "route.rs"
+        land(clone, "comments and a test", lambda: (
+            route.write_text(with_comments(route.read_text())),
+            append(clone / "tests" / "tests" / "options.rs",
+                   "\n#[test]\nfn added_by_the_self_test() {\n    assert_eq!(1 + 1, 2);\n}\n")))
+        # cargo-mutants' own reading of the diff would run the function's mutants.
+        raw = changed_lines.git(clone, "diff", "HEAD^1", "--", "mimalloc/src/route.rs")
+        with tempfile.NamedTemporaryFile("w", suffix=".diff") as diff:
+            diff.write(raw + "\n")
+            diff.flush()
+            assert subprocess.run(["cargo", "mutants", "--list", "--in-diff", diff.name, "-f",
+                                   "mimalloc/src/route.rs"], cwd=clone, check=True,
+                                  capture_output=True, text=True).stdout.strip(), raw
+        out = run_check(clone)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "nothing to run" in out.stdout and "cargo-mutants" not in out.stdout, out.stdout
+
+        plan = clone / "mimalloc-sys" / "build" / "plan.rs"
+        land(clone, "an untested branch", lambda: append(plan, UNTESTED))
+        out = run_check(clone)
+        assert out.returncode not in (0, EXIT_TOO_MANY), out.stdout + out.stderr
+        missed = re.findall(r"^  MISSED (mimalloc-sys/build/plan\.rs:\d+):", out.stdout, re.M)
+        line = plan.read_text().split("\n").index("    if count > 3 {") + 1
+        assert f"mimalloc-sys/build/plan.rs:{line}" in missed, out.stdout
+    print("mutants.py self-test: the check by diff ran no mutant for comments and a test, and"
+          f" failed on an untested branch ({len(missed)} missed mutants)")
+
+
+def with_comments(text):
+    """`text` with a comment added between two statements of a function and a doc comment
+    reworded."""
+    body = re.search(r"^( +)let .*;\n(?=\1\S)", text, re.M)
+    text = f"{text[:body.end()]}{body.group(1)}// A comment inside a body.\n{text[body.end():]}"
+    doc = re.search(r"^ */// .*$", text, re.M)
+    return text[:doc.end()] + " Reworded." + text[doc.end():]
+
+
+def append(path, text):
+    path.write_text(path.read_text() + text)
+
+
+def land(clone, message, change):
+    """Makes `change` on a branch of the scratch clone and merges it, as a stop lands."""
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=self-test", "-c", "user.email=self-test@invalid",
+                        *args], cwd=clone, check=True, capture_output=True)
+    main = changed_lines.git(clone, "rev-parse", "--abbrev-ref", "HEAD")
+    git("checkout", "-q", "-b", message.replace(" ", "-"))
+    change()
+    git("commit", "-q", "-a", "--allow-empty", "-m", message)
+    git("checkout", "-q", main)
+    git("merge", "-q", "--no-ff", "-m", f"land: {message}", message.replace(" ", "-"))
+
+
+def run_check(clone):
+    env = {key: value for key, value in os.environ.items() if key != "MUTANTS_BASE"}
+    return subprocess.run([sys.executable, "scripts/mutants.py", "diff"], cwd=clone, env=env,
+                          capture_output=True, text=True)
+
+
+def self_test(quick):
+    changed_lines.self_test()
     group = {"name": "t", "files": ["mimalloc/src/arena.rs"], "tests": ["arena"]}
     mutant = {"file": "mimalloc/src/arena.rs"}
     default = [(dict(mutant, name="a"), "caught"), (dict(mutant, name="b"), "missed"),
                (dict(mutant, name="c"), "missed"), (dict(mutant, name="d"), "unviable")]
-    counts, missed = tally(group, [default])
+    counts, missed = tally(group, [default], [])
     assert counts["mimalloc/src/arena.rs"] == {
         "mutants": 4, "caught": 1, "unviable": 1, "timeout": 0, "missed": 2, "excluded": 0}, counts
     assert missed == ["b", "c"], missed
-    # A mutant an exclusion names (a field deletion cargo-mutants ran anyway) is excluded.
+    # A mutant an exclusion names (a field deletion cargo-mutants ran anyway) is not judged
+    # (`excluded_by_file` counts it, from the list of mutants).
     counts, missed = tally(group, [default], [re.compile(r"^c$")])
     assert counts["mimalloc/src/arena.rs"] == {
-        "mutants": 3, "caught": 1, "unviable": 1, "timeout": 0, "missed": 1, "excluded": 1}, counts
+        "mutants": 3, "caught": 1, "unviable": 1, "timeout": 0, "missed": 1, "excluded": 0}, counts
     assert missed == ["b"], missed
-    assert any(p.search("mimalloc/src/tracking/local.rs:107:13: delete field state from struct"
-                        " Local expression in Local::unbuffered") for p in exclusions())
+    assert is_excluded("mimalloc/src/tracking/local.rs:107:13: delete field state from struct"
+                       " Local expression in Local::unbuffered")
     # A later build judges what the earlier missed: caught there, no longer missed.
     counts, missed = tally(group, [default, [(dict(mutant, name="c"), "caught"),
-                                             (dict(mutant, name="b"), "missed"),
-                                             (dict(mutant, name="a"), "missed")]])
+                                             (dict(mutant, name="b"), "missed")]], [])
     assert counts["mimalloc/src/arena.rs"] == {
         "mutants": 4, "caught": 2, "unviable": 1, "timeout": 0, "missed": 1, "excluded": 0}, counts
     assert missed == ["b"], missed
@@ -470,20 +553,20 @@ def self_test():
         ["default", "v2+debug", "i686-unknown-linux-gnu"]
     assert regex_escape("a.rs:1:2: replace && with || in f -> (u8)") == \
         "a\\.rs:1:2: replace && with \\|\\| in f -> \\(u8\\)"
-    # A group's hash follows its test files: deleting a test re-runs its groups.
-    before = group_hash(group)
-    assert before == group_hash(dict(group))
-    assert before != group_hash(dict(group, tests=["arena", "first_call"]))
-    # ... but not whether it is pending: dropping the key judges the run recorded while pending.
-    assert before == group_hash(dict(group, pending="not yet run"))
-    print("mutants.py self-test passed")
+    print("mutants.py self-test: the counts, the builds and the names passed")
+    if not quick:
+        self_test_diff()
 
 
 def main(args):
-    if args[:1] == ["--self-test"]:
-        self_test()
-    elif args[:1] == ["check"]:
-        check()
+    if args[:1] == ["--self-test"] and args[1:] in ([], ["--quick"]):
+        self_test(quick=args[1:] == ["--quick"])
+    elif args[:1] == ["diff"]:
+        options = dict(zip(args[1::2], args[2::2]))
+        if len(args) % 2 == 0 or set(options) - {"--base", "--most"}:
+            sys.exit(__doc__)
+        most = options.get("--most")
+        check_diff(options.get("--base"), int(most) if most is not None else None)
     elif args[:1] == ["record"]:
         record_groups(args[1:])
     elif args[:1] == ["docs"] and args[1:] in ([], ["--check"]):

@@ -4,6 +4,9 @@
 //! `scripts/cross-test.sh`, under Wine, in emulated ARM machines (qemu-system) and as 32-bit
 //! binaries, so everything here must also build with the MSRV (Rust 1.63).
 
+#[cfg(unix)]
+pub mod fork;
+pub mod kernel;
 pub mod model;
 pub mod rng;
 pub mod stress;
@@ -147,6 +150,37 @@ pub unsafe fn first_nonzero(ptr: *const u8, len: usize) -> Option<usize> {
     None
 }
 
+/// Panics unless the block at `p` is aligned to `align` and mimalloc counts at least `size`
+/// usable bytes in it: what every block must be, whichever path of the crate served it
+/// (`tests/alignment.rs`, `tests/guarded_alignment.rs`); `context` names the block and its
+/// layout in the message.
+///
+/// # Safety
+///
+/// `p` must point into a live block allocated by mimalloc (as for
+/// `mimalloc::heap::usable_size`).
+#[track_caller]
+pub unsafe fn assert_aligned_and_usable(p: *const u8, size: usize, align: usize, context: &str) {
+    assert_eq!(p as usize % align, 0, "{context}: {p:p} misaligned");
+    // SAFETY: the caller guarantees a live block of mimalloc's.
+    let usable = unsafe { mimalloc::heap::usable_size(p) };
+    assert!(
+        usable >= size,
+        "{context}: usable size {usable} below {size}"
+    );
+}
+
+/// The environment of a `guarded` build's child in which every block is guarded, and placed
+/// exactly before its guard page (not rounded down to mimalloc's 16-byte alignment, which
+/// would leave the first bytes past it writable): for the tests that must meet a guard page at
+/// every block (`tests/memory_tools.rs`, `tests/guarded_alignment.rs`).
+pub const EVERY_BLOCK_GUARDED: [(&str, &str); 3] = [
+    ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
+    ("MIMALLOC_GUARDED_PRECISE", "1"),
+    // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
+    ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
+];
+
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
 /// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
@@ -175,6 +209,16 @@ fn resident_bytes_from_proc() -> Option<usize> {
 #[cfg(not(target_os = "linux"))]
 fn resident_bytes_from_proc() -> Option<usize> {
     None
+}
+
+/// Whether [`resident_bytes`] answers here, for the tests that check that memory went back to
+/// the OS; says why `test` is skipped where it does not.
+pub fn reports_resident_set(test: &str) -> bool {
+    let reported = resident_bytes().is_some();
+    if !reported {
+        skip(test, "this system does not report the resident set");
+    }
+    reported
 }
 
 /// The emulator the tests run under, if any: `scripts/cross-test.sh` sets
@@ -324,6 +368,33 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// As [`run_child`], for a child that must succeed: panics with its status and everything it
+/// printed unless it exited with status 0, and returns its output for the checks that read it.
+#[track_caller]
+pub fn in_child(test: &str, env: &[(&str, &str)]) -> Output {
+    let out = run_child(test, env);
+    assert!(
+        out.status.success(),
+        "the child running `{test}` failed ({})\n--- its stdout\n{}\n--- its stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The memory policy's notes and warnings in what a child wrote to `stderr`, one line each
+/// without its newline: the policy speaks through mimalloc's output (`mimalloc: policy: ...`,
+/// `mimalloc: warning: policy: ...`; its notes with `MIMALLOC_VERBOSE=1`), which is how its
+/// tests read what it decided.
+pub fn policy_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// What a child process did: its exit status (`None`: it was still running at the deadline and
 /// was killed) and everything it printed.
 #[derive(Debug)]
@@ -409,11 +480,19 @@ pub fn is_child() -> bool {
 /// which mimalloc 2 leaves out of its thread count.
 pub fn in_child_on_a_thread(test: &str, body: fn()) {
     if !is_child() {
-        let out = run_child(test, &[]);
-        assert!(out.status.success(), "{out:?}");
+        in_child(test, &[]);
         return;
     }
     std::thread::spawn(body).join().unwrap();
+}
+
+/// `Tracking`'s process-wide live bytes, with this thread's unpublished change published
+/// first: for the child tests that compare the figure before and after threads come and go
+/// (`tests/tracking_global.rs`, `tests/tracking_thread_exit.rs`), where the difference is exact
+/// while the process's other threads wait (a thread's change is flushed when it exits).
+pub fn tracked_process_bytes() -> isize {
+    mimalloc::tracking::flush();
+    mimalloc::tracking::stats().live_bytes as isize
 }
 
 extern "C" {
@@ -427,16 +506,6 @@ pub fn c_abi_probe() -> &'static [usize] {
     // SAFETY: the probe defines `mimalloc_tests_abi` as an array of `mimalloc_tests_abi_len`
     // `size_t`s (the same type as `usize`), immutable for the life of the program.
     unsafe { std::slice::from_raw_parts(mimalloc_tests_abi.as_ptr(), mimalloc_tests_abi_len) }
-}
-
-/// How many threads of this process are named `mimalloc-purge`: the memory policy's background
-/// purge (Linux only: it reads `/proc/self/task`, and panics where there is none).
-pub fn purge_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("Linux lists a process's threads")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim_end() == "mimalloc-purge")
-        .count()
 }
 
 /// `value`, which the compiler must now assume was read and written through: allocations a

@@ -12,6 +12,7 @@ use crate::rng::{mix, Rng};
 use crate::Pattern;
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -326,6 +327,26 @@ pub fn run<A: GlobalAlloc + Sync>(alloc: &A, config: &Config) -> Report {
     total.elapsed = start.elapsed();
     assert_eq!(total.allocs, total.frees, "the stress lost track of blocks");
     total
+}
+
+/// Writes the `STRESS [label] ...` line that the `stress` lane collects for its report, and
+/// checks what every run must have done, whatever allocator it drove: all its rounds, and
+/// blocks that changed threads (freed on another thread, and after their thread exited), or
+/// the stress did not test what it is for.
+#[track_caller]
+pub fn report_and_check(label: &str, config: &Config, report: &Report) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "STRESS [{label}] mimalloc {}, {} threads x {} steps: {report}",
+        mimalloc::Version::linked(),
+        config.threads,
+        config.steps
+    );
+    assert!(report.rounds >= config.rounds);
+    assert!(
+        report.foreign_frees > 0 && report.orphan_frees > 0,
+        "no block changed threads: {report}"
+    );
 }
 
 /// Starts `config.threads` workers for round number `round` and waits for them all to exit;

@@ -2,7 +2,7 @@
 //! with alignments from 1 to 2^22, then alignments far beyond, up to the absurd.
 
 use mimalloc::MiMalloc;
-use mimalloc_tests::Pattern;
+use mimalloc_tests::{assert_aligned_and_usable, Pattern};
 #[cfg(mimalloc_large_request_cap)]
 use mimalloc_tests::{is_child, run_child};
 use std::alloc::{GlobalAlloc, Layout};
@@ -39,17 +39,10 @@ fn exercise(layout: Layout, zeroed: bool, seed: u8) -> bool {
     if p.is_null() {
         return false;
     }
-    assert_eq!(
-        p as usize % align,
-        0,
-        "size {size} align {align}: {p:p} misaligned"
-    );
+    let context = format!("size {size} align {align}");
     // SAFETY: `p` is a live block of `size` bytes from mimalloc.
     unsafe {
-        assert!(
-            mimalloc::heap::usable_size(p) >= size,
-            "size {size} align {align}: usable size too small"
-        );
+        assert_aligned_and_usable(p, size, align, &context);
         if zeroed {
             assert_eq!(
                 mimalloc_tests::first_nonzero(p, size),
@@ -59,7 +52,7 @@ fn exercise(layout: Layout, zeroed: bool, seed: u8) -> bool {
         }
         let pattern = Pattern::new(seed);
         pattern.fill(p, size);
-        pattern.assert_at(p, size, &format!("size {size} align {align}"));
+        pattern.assert_at(p, size, &context);
         MiMalloc.dealloc(p, layout);
     }
     true

@@ -8,7 +8,7 @@
 
 use mimalloc::budget::{self, OverLimit, Usage};
 use mimalloc::{tracking, MiMalloc, Tracking};
-use mimalloc_tests::{is_child, keep, run_child};
+use mimalloc_tests::{in_child, is_child, keep};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::thread;
@@ -18,17 +18,6 @@ static GLOBAL: Tracking<MiMalloc> = Tracking::new(MiMalloc);
 
 fn live() -> isize {
     tracking::thread_stats().live_bytes
-}
-
-/// Runs `test` alone in a child process and fails with its output if it failed.
-fn in_child(test: &str) {
-    let out = run_child(test, &[]);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]
@@ -242,7 +231,8 @@ fn a_fresh_thread_can_select_a_scope_first() {
 #[test]
 fn child_soft_limit_check_and_poll() {
     if !is_child() {
-        return in_child("child_soft_limit_check_and_poll");
+        in_child("child_soft_limit_check_and_poll", &[]);
+        return;
     }
     assert!(budget::check().is_ok(), "no soft limit: always Ok");
     assert_eq!(budget::soft_limit(), None);
@@ -286,7 +276,8 @@ fn child_soft_limit_check_and_poll() {
 #[test]
 fn child_check_is_over_only_past_the_soft_limit() {
     if !is_child() {
-        return in_child("child_check_is_over_only_past_the_soft_limit");
+        in_child("child_check_is_over_only_past_the_soft_limit", &[]);
+        return;
     }
     tracking::flush();
     let base = tracking::stats().live_bytes;
@@ -317,7 +308,11 @@ fn child_check_is_over_only_past_the_soft_limit() {
 #[test]
 fn child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it() {
     if !is_child() {
-        return in_child("child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it");
+        in_child(
+            "child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it",
+            &[],
+        );
+        return;
     }
     tracking::flush();
     budget::set_soft_limit(Some(tracking::stats().live_bytes + (1 << 20)));
@@ -333,9 +328,11 @@ fn child_the_first_poll_after_a_publication_past_the_soft_limit_reports_it() {
 #[test]
 fn child_poll_notices_others_within_16_calls_and_its_own_past_half_a_window() {
     if !is_child() {
-        return in_child(
+        in_child(
             "child_poll_notices_others_within_16_calls_and_its_own_past_half_a_window",
+            &[],
         );
+        return;
     }
     let mut held: Vec<Vec<u8>> = Vec::with_capacity(40);
     tracking::publish();
@@ -364,7 +361,8 @@ fn child_poll_notices_others_within_16_calls_and_its_own_past_half_a_window() {
 #[test]
 fn child_a_zero_window_publishes_every_call() {
     if !is_child() {
-        return in_child("child_a_zero_window_publishes_every_call");
+        in_child("child_a_zero_window_publishes_every_call", &[]);
+        return;
     }
     tracking::set_window(Some(0));
     tracking::flush(); // the thread takes the new window when it next settles
@@ -395,7 +393,8 @@ fn child_a_zero_window_publishes_every_call() {
 #[test]
 fn child_a_refused_allocation_is_not_charged() {
     if !is_child() {
-        return in_child("child_a_refused_allocation_is_not_charged");
+        in_child("child_a_refused_allocation_is_not_charged", &[]);
+        return;
     }
     tracking::set_limit(Some(tracking::stats().charged_bytes + (1 << 20)));
     let mut usage = Usage::new();

@@ -7,7 +7,7 @@
 
 use allocator_api2::alloc::Allocator;
 use mimalloc::{Heap, MiMalloc};
-use mimalloc_tests::{is_child, run_child_with_timeout};
+use mimalloc_tests::{assert_aligned_and_usable, is_child, run_child_with_timeout};
 use std::alloc::{GlobalAlloc, Layout};
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -38,18 +38,12 @@ struct Tally {
 impl Tally {
     /// Checks a block: aligned, usable for `size` bytes, writable to its last byte.
     fn check(&mut self, what: &str, p: *mut u8, size: usize, align: usize) {
-        assert!(!p.is_null(), "{what}: size {size} align {align}: null");
-        assert_eq!(
-            p as usize % align,
-            0,
-            "{what}: size {size} align {align}: {p:p} misaligned"
-        );
-        // SAFETY: `p` is a live block of at least `size` bytes (checked by the usable size).
+        let context = format!("{what}: size {size} align {align}");
+        assert!(!p.is_null(), "{context}: null");
+        // SAFETY: every caller passes a block mimalloc just served (not null: checked above),
+        // of at least `size` usable bytes (checked before the write).
         unsafe {
-            assert!(
-                mimalloc::heap::usable_size(p) >= size,
-                "{what}: usable size below {size}"
-            );
+            assert_aligned_and_usable(p, size, align, &context);
             p.write_bytes(0x5a, size);
         }
         let rounded = (size + align - 1) / align * align;
@@ -152,12 +146,7 @@ fn child_thread_guarded_precise_blocks_keep_their_alignment() {
     }
     let run = run_child_with_timeout(
         TEST,
-        &[
-            ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
-            ("MIMALLOC_GUARDED_PRECISE", "1"),
-            // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
-            ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
-        ],
+        &mimalloc_tests::EVERY_BLOCK_GUARDED,
         Duration::from_secs(300),
     );
     println!("{TEST}: {:?}\n{}\n{}", run.status, run.stdout, run.stderr);

@@ -6,41 +6,13 @@
 //! heap's switch itself.
 
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, run_child};
+use mimalloc_tests::kernel::{self, has_flag, vm_flags};
+use mimalloc_tests::{in_child, is_child};
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
 const HUGE_PAGE: usize = 2 << 20;
-
-/// The `VmFlags` of the mapping of this process that contains `address`, from
-/// `/proc/self/smaps`.
-fn vm_flags(address: usize) -> Vec<String> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
-    let mut inside = false;
-    for line in smaps.lines() {
-        let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((start, end)) = first.split_once('-') {
-            if let (Ok(start), Ok(end)) = (
-                usize::from_str_radix(start, 16),
-                usize::from_str_radix(end, 16),
-            ) {
-                inside = (start..end).contains(&address);
-                continue;
-            }
-        }
-        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
-            return flags.split_whitespace().map(str::to_owned).collect();
-        }
-    }
-    panic!("no mapping of this process contains {address:#x}")
-}
-
-/// Whether the kernel can back memory with transparent huge pages at all (built with them);
-/// `madvise(MADV_HUGEPAGE)` fails without.
-fn kernel_has_thp() -> bool {
-    std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
-}
 
 /// A large block, in a fresh process; returns whether the memory of mimalloc's arena a few huge
 /// pages past it (where no large block has been) and the block's first whole huge page are
@@ -52,8 +24,10 @@ fn advised() -> (bool, bool) {
     // Past the huge page the block ends in, which the advice takes in whole, and within the
     // arena of 1 GiB that the policy reserves at start-up and mimalloc carved the block from.
     let beyond = ((start + large.capacity()) & !(HUGE_PAGE - 1)) + 2 * HUGE_PAGE;
-    let hg = |flags: Vec<String>| flags.iter().any(|f| f == "hg");
-    (hg(vm_flags(beyond)), hg(vm_flags(first_huge_page)))
+    (
+        has_flag(&vm_flags(beyond), "hg"),
+        has_flag(&vm_flags(first_huge_page), "hg"),
+    )
 }
 
 #[test]
@@ -63,28 +37,18 @@ fn advised() -> (bool, bool) {
 )]
 fn large_blocks_and_only_they_are_advised_for_huge_pages() {
     const TEST: &str = "large_blocks_and_only_they_are_advised_for_huge_pages";
-    if !kernel_has_thp() {
-        return mimalloc_tests::skip(TEST, "the kernel has no transparent huge pages");
-    }
-    // Under qemu-system a real kernel runs in the guest and shows its mappings; qemu-user and
-    // Wine stand in for the kernel.
-    if let Some(emulator) = mimalloc_tests::os_emulator() {
-        return mimalloc_tests::skip(
-            TEST,
-            &format!("{emulator} stands in for the kernel, whose mappings the test reads"),
-        );
+    if !kernel::shows_huge_pages(TEST) {
+        return;
     }
     if !is_child() {
         // In a child of its own, so that no other test's blocks share the ranges, with the
         // option as the build sets it, and a heap that never switches as a whole.
         let small_heap = ("MIMALLOC_HUGE_PAGES_FROM", "off");
-        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "1"), small_heap]);
+        let out = in_child(TEST, &[("MIMALLOC_ALLOW_THP", "1"), small_heap]);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{out:?}");
         assert!(text.contains("advised: beyond false, large true"), "{text}");
-        let out = run_child(TEST, &[("MIMALLOC_ALLOW_THP", "0"), small_heap]);
+        let out = in_child(TEST, &[("MIMALLOC_ALLOW_THP", "0"), small_heap]);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{out:?}");
         assert!(
             text.contains("advised: beyond false, large false"),
             "{text}"

@@ -6,7 +6,8 @@
 
 use mimalloc::MiMalloc;
 use mimalloc_tests::{
-    assert_child_ran_the_test, child_harness_args, is_child, run_child_with_timeout, skip, ChildRun,
+    assert_child_ran_the_test, child_harness_args, is_child, run_child_with_timeout, skip,
+    ChildRun, EVERY_BLOCK_GUARDED,
 };
 use std::alloc::{GlobalAlloc, Layout};
 use std::time::Duration;
@@ -65,6 +66,14 @@ fn asan_child(test: &str) -> ChildRun {
     // The child must not stop at the first report (halt_on_error is the default): one report
     // and a non-zero exit are what is checked.
     let run = run_child_with_timeout(test, &[], Duration::from_secs(120));
+    report(test, &run);
+    run
+}
+
+/// Runs `test` in a child where every block is guarded and placed exactly before its guard
+/// page ([`EVERY_BLOCK_GUARDED`]), and prints what it did.
+fn guarded_child(test: &str) -> ChildRun {
+    let run = run_child_with_timeout(test, &EVERY_BLOCK_GUARDED, Duration::from_secs(60));
     report(test, &run);
     run
 }
@@ -166,19 +175,7 @@ fn child_guarded_block_overflow_faults_at_once() {
         }
         return;
     }
-    // Every block guarded, and placed exactly before its guard page (not rounded down to
-    // mimalloc's 16-byte alignment, which would leave the first bytes past it writable).
-    let run = run_child_with_timeout(
-        test,
-        &[
-            ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
-            ("MIMALLOC_GUARDED_PRECISE", "1"),
-            // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
-            ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
-        ],
-        Duration::from_secs(60),
-    );
-    report(test, &run);
+    let run = guarded_child(test);
     assert!(
         run.stdout.contains("IN BOUNDS OK"),
         "the block itself was not usable"
@@ -225,17 +222,7 @@ fn child_guarded_realloc_keeps_the_contents() {
         }
         return;
     }
-    let run = run_child_with_timeout(
-        test,
-        &[
-            ("MIMALLOC_GUARDED_SAMPLE_RATE", "1"),
-            ("MIMALLOC_GUARDED_PRECISE", "1"),
-            // 3.6 renamed the option (`unsafe_guarded_precise`): each version reads its own.
-            ("MIMALLOC_UNSAFE_GUARDED_PRECISE", "1"),
-        ],
-        Duration::from_secs(60),
-    );
-    report(test, &run);
+    let run = guarded_child(test);
     assert!(
         run.succeeded() && run.stdout.contains("OURS OK") && run.stdout.contains("RAW OK"),
         "realloc of a guarded block failed"

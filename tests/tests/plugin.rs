@@ -234,7 +234,7 @@ fn unload_rounds() {
     .expect("no nul byte in the path");
     for round in 0..3 {
         assert_eq!(
-            mimalloc_tests::purge_threads(),
+            mimalloc_tests::kernel::purge_threads(),
             0,
             "round {round}: a purge thread before loading"
         );
@@ -248,7 +248,7 @@ fn unload_rounds() {
         let grow: extern "C" fn(u32) -> c_int = unsafe { std::mem::transmute(grow) };
         assert_eq!(grow(64), 1, "round {round}: the purge thread did not start");
         assert_eq!(
-            mimalloc_tests::purge_threads(),
+            mimalloc_tests::kernel::purge_threads(),
             1,
             "round {round}: purge threads while loaded"
         );
@@ -262,7 +262,7 @@ fn unload_rounds() {
             "round {round}: the library stayed loaded after dlclose"
         );
         assert_eq!(
-            mimalloc_tests::purge_threads(),
+            mimalloc_tests::kernel::purge_threads(),
             0,
             "round {round}: the purge thread outlived its library"
         );

@@ -6,7 +6,8 @@
 
 use mimalloc::policy::{self, BackgroundPurge, HugePages};
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, resident_bytes, run_child};
+use mimalloc_tests::kernel::{self, has_flag, vm_flags};
+use mimalloc_tests::{in_child, is_child, reports_resident_set, resident_bytes, run_child};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -26,58 +27,6 @@ fn small_blocks(bytes: usize) -> Vec<Box<[u8]>> {
     blocks
 }
 
-/// The `VmFlags` of the mapping of this process that contains `address` (`/proc/self/smaps`).
-fn vm_flags(address: usize) -> Vec<String> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
-    let mut inside = false;
-    for line in smaps.lines() {
-        let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((start, end)) = first.split_once('-') {
-            if let (Ok(start), Ok(end)) = (
-                usize::from_str_radix(start, 16),
-                usize::from_str_radix(end, 16),
-            ) {
-                inside = (start..end).contains(&address);
-                continue;
-            }
-        }
-        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
-            return flags.split_whitespace().map(str::to_owned).collect();
-        }
-    }
-    panic!("no mapping of this process contains {address:#x}")
-}
-
-fn has(flags: &[String], flag: &str) -> bool {
-    flags.iter().any(|f| f == flag)
-}
-
-/// Runs `test` in a child with `env`, and fails with its output if the child failed.
-fn in_child(test: &str, env: &[(&str, &str)]) {
-    let out = run_child(test, env);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Whether the checks that read the kernel's view of this process can run: a real Linux kernel
-/// with transparent huge pages (not an emulator standing in for it).
-fn kernel_shows_huge_pages(test: &str) -> bool {
-    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
-        mimalloc_tests::skip(test, "the kernel has no transparent huge pages");
-        return false;
-    }
-    if let Some(emulator) = mimalloc_tests::os_emulator() {
-        let why = format!("{emulator} stands in for the kernel, whose mappings the test reads");
-        mimalloc_tests::skip(test, &why);
-        return false;
-    }
-    true
-}
-
 #[test]
 #[cfg_attr(
     not(mimalloc_adaptive_thp),
@@ -86,7 +35,7 @@ fn kernel_shows_huge_pages(test: &str) -> bool {
 fn child_heap_switches_to_huge_pages_at_the_threshold() {
     const TEST: &str = "child_heap_switches_to_huge_pages_at_the_threshold";
     if !is_child() {
-        if kernel_shows_huge_pages(TEST) {
+        if kernel::shows_huge_pages(TEST) {
             in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "24MiB")]);
         }
         return;
@@ -95,13 +44,19 @@ fn child_heap_switches_to_huge_pages_at_the_threshold() {
     let early = small_blocks(4 * MIB);
     let address = early[0].as_ptr() as usize;
     let flags = vm_flags(address);
-    assert!(has(&flags, "nh") && !has(&flags, "hg"), "before: {flags:?}");
+    assert!(
+        has_flag(&flags, "nh") && !has_flag(&flags, "hg"),
+        "before: {flags:?}"
+    );
     assert_eq!(policy::huge_pages(), HugePages::Small { from: 24 * MIB });
 
     let grown = small_blocks(48 * MIB);
     assert_eq!(policy::huge_pages(), HugePages::Huge);
     let flags = vm_flags(address);
-    assert!(has(&flags, "hg") && !has(&flags, "nh"), "after: {flags:?}");
+    assert!(
+        has_flag(&flags, "hg") && !has_flag(&flags, "nh"),
+        "after: {flags:?}"
+    );
     assert_only_the_heap_is_advised();
     drop((early, grown));
 }
@@ -111,9 +66,9 @@ fn child_heap_switches_to_huge_pages_at_the_threshold() {
 fn assert_only_the_heap_is_advised() {
     let on_stack = mimalloc_tests::keep(0u8);
     let stack = vm_flags(&on_stack as *const u8 as usize);
-    assert!(!has(&stack, "hg"), "the stack: {stack:?}");
+    assert!(!has_flag(&stack, "hg"), "the stack: {stack:?}");
     let code = vm_flags(assert_only_the_heap_is_advised as *const () as usize);
-    assert!(!has(&code, "hg"), "the code: {code:?}");
+    assert!(!has_flag(&code, "hg"), "the code: {code:?}");
 }
 
 #[test]
@@ -124,7 +79,7 @@ fn assert_only_the_heap_is_advised() {
 fn child_heap_stays_small_when_turned_off() {
     const TEST: &str = "child_heap_stays_small_when_turned_off";
     if !is_child() {
-        if kernel_shows_huge_pages(TEST) {
+        if kernel::shows_huge_pages(TEST) {
             in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "off")]);
         }
         return;
@@ -132,11 +87,11 @@ fn child_heap_stays_small_when_turned_off() {
     assert_eq!(policy::huge_pages(), HugePages::Off);
     let grown = small_blocks(48 * MIB);
     assert_eq!(policy::huge_pages(), HugePages::Off);
-    assert!(!has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
+    assert!(!has_flag(&vm_flags(grown[0].as_ptr() as usize), "hg"));
     // Switched on while the program runs, a heap past the threshold switches at once.
     assert_eq!(policy::set_huge_pages_from(Some(8 * MIB)), HugePages::Huge);
     assert_eq!(policy::huge_pages(), HugePages::Huge);
-    assert!(has(&vm_flags(grown[0].as_ptr() as usize), "hg"));
+    assert!(has_flag(&vm_flags(grown[0].as_ptr() as usize), "hg"));
 }
 
 #[test]
@@ -147,7 +102,7 @@ fn child_heap_stays_small_when_turned_off() {
 fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
     const TEST: &str = "child_large_block_that_crosses_the_threshold_is_born_in_huge_pages";
     if !is_child() {
-        if kernel_shows_huge_pages(TEST) {
+        if kernel::shows_huge_pages(TEST) {
             in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "32MiB")]);
         }
         return;
@@ -157,7 +112,7 @@ fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
     let large: Vec<u8> = Vec::with_capacity(64 * MIB);
     assert_eq!(policy::huge_pages(), HugePages::Huge);
     // Its first byte, where mimalloc wrote the page header before returning it, is advised.
-    assert!(has(&vm_flags(large.as_ptr() as usize), "hg"));
+    assert!(has_flag(&vm_flags(large.as_ptr() as usize), "hg"));
     drop((small, large));
 }
 
@@ -173,8 +128,8 @@ fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
 fn child_memory_goes_back_while_the_program_is_quiet() {
     const TEST: &str = "child_memory_goes_back_while_the_program_is_quiet";
     if !is_child() {
-        if resident_bytes().is_none() {
-            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        if !reports_resident_set(TEST) {
+            return;
         }
         in_child(TEST, &QUICK);
         // Without the thread the same program keeps what it freed: the control that shows the
@@ -236,10 +191,10 @@ fn quiet_burst() -> bool {
 fn child_background_purge_starts_again_in_a_forked_child() {
     const TEST: &str = "child_background_purge_starts_again_in_a_forked_child";
     if !is_child() {
-        if resident_bytes().is_none() {
-            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        if reports_resident_set(TEST) {
+            in_child(TEST, &QUICK);
         }
-        return in_child(TEST, &QUICK);
+        return;
     }
     assert!(quiet_burst(), "memory went back before the fork");
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
@@ -253,30 +208,21 @@ fn child_background_purge_starts_again_in_a_forked_child() {
 /// Unix only: elsewhere there is no background purge, and the test is ignored.
 #[cfg(unix)]
 fn check_forked_child() {
-    // SAFETY: the child runs only this function's code, which allocates through mimalloc
-    // (fork-safe: it and the background purge prepare for fork) and ends with `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        // The thread was not copied: it starts again as the child's heap grows. A panic must
-        // end the child too, not unwind into the copy of the test harness.
-        let passed = std::panic::catch_unwind(|| {
+    // SAFETY: the check allocates through mimalloc (fork-safe: it and the background purge
+    // prepare for fork), and prints in a `child_` test, where no other thread prints.
+    let child = unsafe {
+        mimalloc_tests::fork::in_a_fork(|| {
+            // The thread was not copied: it starts again as the child's heap grows.
             let waiting = policy::background_purge() == BackgroundPurge::Waiting;
             let back = quiet_burst();
             let running = policy::background_purge() == BackgroundPurge::Running;
             println!("child: waiting at first {waiting}, memory back {back}, running {running}");
             waiting && back && running
-        });
-        // SAFETY: ends the child without running the parent's exit handlers twice.
-        unsafe { libc::_exit(if matches!(passed, Ok(true)) { 0 } else { 1 }) };
+        })
+    };
+    if let Err(status) = child {
+        panic!("child: {status:#x}");
     }
-    let mut status = 0;
-    // SAFETY: waits for the child just forked, writing its status to a live local.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "child: {status:#x}"
-    );
 }
 
 #[test]
@@ -287,23 +233,22 @@ fn check_forked_child() {
 fn child_background_purge_turned_off_and_on_while_running() {
     const TEST: &str = "child_background_purge_turned_off_and_on_while_running";
     if !is_child() {
-        if mimalloc_tests::os_emulator().is_some() {
-            // Wine and qemu-user stand in for the kernel whose thread list this reads.
-            return mimalloc_tests::skip(TEST, "the emulator does not show the process's threads");
+        if kernel::not_emulated(TEST, "thread list") {
+            in_child(TEST, &[]);
         }
-        return in_child(TEST, &[]);
+        return;
     }
     assert_eq!(policy::background_purge(), BackgroundPurge::Waiting);
-    assert_eq!(mimalloc_tests::purge_threads(), 0);
+    assert_eq!(kernel::purge_threads(), 0);
     let heap = small_blocks(24 * MIB);
     assert_eq!(policy::background_purge(), BackgroundPurge::Running);
-    assert_eq!(mimalloc_tests::purge_threads(), 1);
+    assert_eq!(kernel::purge_threads(), 1);
     // Off: the thread is stopped and joined before the call returns.
     assert_eq!(policy::set_background_purge(false), BackgroundPurge::Off);
-    assert_eq!(mimalloc_tests::purge_threads(), 0);
+    assert_eq!(kernel::purge_threads(), 0);
     // On again with a heap past the threshold: it starts at once.
     assert_eq!(policy::set_background_purge(true), BackgroundPurge::Running);
-    assert_eq!(mimalloc_tests::purge_threads(), 1);
+    assert_eq!(kernel::purge_threads(), 1);
     drop(heap);
 }
 
@@ -330,8 +275,7 @@ fn child_policy_lines_on_stderr() {
             ("MIMALLOC_HUGE_PAGES_FROM", "1MiB"),
             ("MIMALLOC_BACKGROUND_PURGE", "maybe"),
         ];
-        let out = run_child(TEST, &env);
-        assert!(out.status.success(), "{out:?}");
+        let out = in_child(TEST, &env);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         stderr
             .split_inclusive('\n')
@@ -375,7 +319,7 @@ fn child_policy_lines_on_stderr() {
 fn child_the_default_thresholds_hold() {
     const TEST: &str = "child_the_default_thresholds_hold";
     if !is_child() {
-        if kernel_shows_huge_pages(TEST) {
+        if kernel::shows_huge_pages(TEST) {
             in_child(TEST, &[]);
         }
         return;
@@ -409,7 +353,8 @@ fn child_the_default_thresholds_hold() {
 fn child_only_large_blocks_make_the_policy_look() {
     const TEST: &str = "child_only_large_blocks_make_the_policy_look";
     if !is_child() {
-        return in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+        in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+        return;
     }
     let small = HugePages::Small { from: 8 * MIB };
     assert_eq!(policy::huge_pages(), small);
@@ -432,7 +377,8 @@ fn child_only_large_blocks_make_the_policy_look() {
 fn child_the_heartbeat_makes_the_policy_look() {
     const TEST: &str = "child_the_heartbeat_makes_the_policy_look";
     if !is_child() {
-        return in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+        in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+        return;
     }
     // Kept without a vector of them, whose growth past 2 MiB would take the large path.
     let mut allocated = 0;
@@ -463,7 +409,7 @@ fn child_the_heartbeat_makes_the_policy_look() {
 fn child_a_failed_large_request_leaves_the_advice_on() {
     const TEST: &str = "child_a_failed_large_request_leaves_the_advice_on";
     if !is_child() {
-        if kernel_shows_huge_pages(TEST) {
+        if kernel::shows_huge_pages(TEST) {
             in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "off")]);
         }
         return;
@@ -483,10 +429,13 @@ fn child_a_failed_large_request_leaves_the_advice_on() {
         "reserved {grown} bytes for a request that failed"
     );
     let flags = vm_flags(small.as_ptr() as usize);
-    assert!(has(&flags, "nh") && !has(&flags, "hg"), "{flags:?}");
+    assert!(
+        has_flag(&flags, "nh") && !has_flag(&flags, "hg"),
+        "{flags:?}"
+    );
     let block: Vec<u8> = Vec::with_capacity(8 * MIB);
     let whole = (block.as_ptr() as usize + 2 * MIB - 1) & !(2 * MIB - 1);
     let flags = vm_flags(whole);
-    assert!(has(&flags, "hg"), "{flags:?}");
+    assert!(has_flag(&flags, "hg"), "{flags:?}");
     assert_only_the_heap_is_advised();
 }

@@ -7,21 +7,13 @@
 
 use mimalloc::policy::{self, HugePages};
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, keep, run_child};
+use mimalloc_tests::kernel::{self, has_flag, vm_flags};
+use mimalloc_tests::{in_child, is_child, keep, policy_lines};
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
 const MIB: usize = 1 << 20;
-
-/// The policy's notes and warnings on stderr of a child run.
-fn policy_lines(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
-        .map(str::to_owned)
-        .collect()
-}
 
 /// An arena as the policy's note describes it: (its number, MiB, start, backing).
 fn arena_notes(lines: &[String]) -> Vec<(usize, usize, usize, String)> {
@@ -41,48 +33,6 @@ fn arena_notes(lines: &[String]) -> Vec<(usize, usize, usize, String)> {
             ))
         })
         .collect()
-}
-
-/// The `VmFlags` of the mapping of this process that contains `address` (`/proc/self/smaps`).
-fn vm_flags(address: usize) -> Vec<String> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("Linux has /proc/self/smaps");
-    let mut inside = false;
-    for line in smaps.lines() {
-        let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((start, end)) = first.split_once('-') {
-            if let (Ok(start), Ok(end)) = (
-                usize::from_str_radix(start, 16),
-                usize::from_str_radix(end, 16),
-            ) {
-                inside = (start..end).contains(&address);
-                continue;
-            }
-        }
-        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
-            return flags.split_whitespace().map(str::to_owned).collect();
-        }
-    }
-    panic!("no mapping of this process contains {address:#x}")
-}
-
-/// Whether the checks that read the kernel's view of this process can run: a kernel with
-/// transparent huge pages, not an emulator standing in for it, and no memory tool.
-fn kernel_shows_mappings(test: &str) -> bool {
-    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
-        mimalloc_tests::skip(test, "the kernel has no transparent huge pages");
-        return false;
-    }
-    if let Some(emulator) = mimalloc_tests::os_emulator() {
-        let why = format!("{emulator} stands in for the kernel, whose mappings the test reads");
-        mimalloc_tests::skip(test, &why);
-        return false;
-    }
-    if let Some(tool) = mimalloc_tests::memory_tool() {
-        let why = format!("{tool} adds mappings and memory of its own to the figures");
-        mimalloc_tests::skip(test, &why);
-        return false;
-    }
-    true
 }
 
 fn reserved() -> usize {
@@ -106,7 +56,7 @@ fn committed() -> usize {
 fn child_arenas_are_sized_backed_and_counted() {
     const TEST: &str = "child_arenas_are_sized_backed_and_counted";
     if !is_child() {
-        if !kernel_shows_mappings(TEST) {
+        if !kernel::shows_mappings(TEST) {
             return;
         }
         for (from, backing) in [("off", "Small"), ("0", "Huge")] {
@@ -115,8 +65,7 @@ fn child_arenas_are_sized_backed_and_counted() {
                 ("MIMALLOC_HUGE_PAGES_FROM", from),
                 ("MIMALLOC_VERBOSE", "1"),
             ];
-            let out = run_child(TEST, &env);
-            assert!(out.status.success(), "{out:?}");
+            let out = in_child(TEST, &env);
             let arenas = arena_notes(&policy_lines(&out.stderr));
             let sizes: Vec<_> = arenas.iter().map(|a| (a.0, a.1, a.3.as_str())).collect();
             assert_eq!(sizes, [(1, 32, backing), (2, 66, backing)], "from {from}");
@@ -136,8 +85,8 @@ fn child_arenas_are_sized_backed_and_counted() {
     let first = keep(vec![1u8; 4096]);
     let flags = vm_flags(first.as_ptr() as usize);
     match stage {
-        HugePages::Off => assert!(flags.iter().any(|f| f == "nh"), "{flags:?}"),
-        HugePages::Huge => assert!(flags.iter().any(|f| f == "hg"), "{flags:?}"),
+        HugePages::Off => assert!(has_flag(&flags, "nh"), "{flags:?}"),
+        HugePages::Huge => assert!(has_flag(&flags, "hg"), "{flags:?}"),
         other => panic!("{other:?}"),
     }
     // The first arena and what mimalloc reserved itself (a few MiB of its own metadata).
@@ -185,8 +134,7 @@ fn child_memory_mimalloc_reserved_holds_the_heap() {
         ("MIMALLOC_RESERVE_OS_MEMORY", "64MiB"),
         ("MIMALLOC_RESERVE_HUGE_OS_PAGES", "1"),
     ] {
-        let out = run_child(TEST, &[reserve, ("MIMALLOC_VERBOSE", "1")]);
-        assert!(out.status.success(), "{out:?}");
+        let out = in_child(TEST, &[reserve, ("MIMALLOC_VERBOSE", "1")]);
         let lines = policy_lines(&out.stderr);
         assert_eq!(
             lines,
@@ -209,15 +157,14 @@ fn child_memory_mimalloc_reserved_holds_the_heap() {
 fn child_the_policys_arenas_belong_to_no_numa_node() {
     const TEST: &str = "child_the_policys_arenas_belong_to_no_numa_node";
     if !is_child() {
-        if kernel_shows_mappings(TEST) {
+        if kernel::shows_mappings(TEST) {
             let env = [
                 ("MIMALLOC_USE_NUMA_NODES", "2"),
                 ("MIMALLOC_ARENA_RESERVE", "32MiB"),
                 ("MIMALLOC_HUGE_PAGES_FROM", "off"),
                 ("MIMALLOC_VERBOSE", "1"),
             ];
-            let out = run_child(TEST, &env);
-            assert!(out.status.success(), "{out:?}");
+            in_child(TEST, &env);
         }
         return;
     }
@@ -227,7 +174,7 @@ fn child_the_policys_arenas_belong_to_no_numa_node() {
     drop(blocks);
     let block = keep(vec![1u8; 512 << 10]);
     let flags = vm_flags(block.as_ptr() as usize);
-    assert!(flags.iter().any(|f| f == "nh"), "{flags:?}");
+    assert!(has_flag(&flags, "nh"), "{flags:?}");
 }
 
 /// A block of 2 MiB or more outside the policy's arenas is advised for huge pages itself, in a
@@ -241,7 +188,7 @@ fn child_the_policys_arenas_belong_to_no_numa_node() {
 fn child_a_large_block_outside_the_policys_arenas_is_advised() {
     const TEST: &str = "child_a_large_block_outside_the_policys_arenas_is_advised";
     if !is_child() {
-        if !kernel_shows_mappings(TEST) {
+        if !kernel::shows_mappings(TEST) {
             return;
         }
         let env = [
@@ -249,8 +196,7 @@ fn child_a_large_block_outside_the_policys_arenas_is_advised() {
             ("MIMALLOC_HUGE_PAGES_FROM", "0"),
             ("MIMALLOC_VERBOSE", "1"),
         ];
-        let out = run_child(TEST, &env);
-        assert!(out.status.success(), "{out:?}");
+        let out = in_child(TEST, &env);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let block = stdout
             .split("large block at 0x")
@@ -275,6 +221,6 @@ fn child_a_large_block_outside_the_policys_arenas_is_advised() {
     println!("large block at {start:#x}");
     let whole = (start + 2 * MIB - 1) & !(2 * MIB - 1);
     let flags = vm_flags(whole);
-    assert!(flags.iter().any(|f| f == "hg"), "{flags:?}");
+    assert!(has_flag(&flags, "hg"), "{flags:?}");
     drop((blocks, large));
 }

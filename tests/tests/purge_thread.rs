@@ -6,7 +6,7 @@
 
 use mimalloc::policy::{self, BackgroundPurge};
 use mimalloc::MiMalloc;
-use mimalloc_tests::{is_child, keep, run_child};
+use mimalloc_tests::{in_child, is_child, keep, kernel, policy_lines, reports_resident_set};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -72,32 +72,6 @@ fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()
 }
 
-/// Whether the checks that read the kernel's view of this process's threads can run: not
-/// under an emulator, which stands in for the kernel, nor under a memory tool, whose own
-/// threads, mappings and instrumentation the figures would count.
-fn kernel_shows_threads(test: &str) -> bool {
-    if let Some(emulator) = mimalloc_tests::os_emulator() {
-        let why = format!("{emulator} stands in for the kernel, whose accounting the test reads");
-        mimalloc_tests::skip(test, &why);
-        return false;
-    }
-    if let Some(tool) = mimalloc_tests::memory_tool() {
-        let why = format!("{tool} adds threads, mappings and time of its own to the figures");
-        mimalloc_tests::skip(test, &why);
-        return false;
-    }
-    true
-}
-
-/// The policy's lines on stderr of a child run.
-fn policy_lines(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|line| line.starts_with("mimalloc: ") && line.contains("policy: "))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// With a purge delay of 50 ms the thread wakes every 12 ms: about 80 times a second, each a
 /// sleep of its own, and uses next to no CPU in between (not a loop that polls a clock). It is
 /// one thread more, on a stack of 256 KiB, not the C library's default of megabytes.
@@ -109,14 +83,13 @@ fn policy_lines(stderr: &[u8]) -> Vec<String> {
 fn child_the_thread_sleeps_a_quarter_of_the_delay() {
     const TEST: &str = "child_the_thread_sleeps_a_quarter_of_the_delay";
     if !is_child() {
-        if kernel_shows_threads(TEST) {
+        if kernel::shows_threads(TEST) {
             let env = [
                 ("MIMALLOC_PURGE_DELAY", "50"),
                 ("MIMALLOC_ARENA_PURGE_MULT", "1"),
                 ("MIMALLOC_VERBOSE", "1"),
             ];
-            let out = run_child(TEST, &env);
-            assert!(out.status.success(), "{out:?}");
+            let out = in_child(TEST, &env);
             let lines = policy_lines(&out.stderr);
             assert!(
                 lines.contains(&"mimalloc: policy: background purge every 12 ms".to_owned()),
@@ -171,8 +144,7 @@ fn child_the_period_follows_mimallocs_delay() {
             ("MIMALLOC_ARENA_PURGE_MULT", mult),
             ("MIMALLOC_VERBOSE", "1"),
         ];
-        let out = run_child(TEST, &env);
-        assert!(out.status.success(), "{out:?}");
+        let out = in_child(TEST, &env);
         let said = format!("mimalloc: policy: background purge every {period} ms");
         let lines = policy_lines(&out.stderr);
         assert!(lines.contains(&said), "delay {delay} x {mult}: {lines:?}");
@@ -193,8 +165,7 @@ fn child_turning_it_off_wakes_the_thread() {
             ("MIMALLOC_PURGE_DELAY", "40000"),
             ("MIMALLOC_ARENA_PURGE_MULT", "1"),
         ];
-        let out = run_child(TEST, &env);
-        assert!(out.status.success(), "{out:?}");
+        in_child(TEST, &env);
         return;
     }
     let heap = grown_heap();
@@ -218,11 +189,10 @@ fn child_turning_it_off_wakes_the_thread() {
 fn child_a_refused_thread_is_reported() {
     const TEST: &str = "child_a_refused_thread_is_reported";
     if !is_child() {
-        if !kernel_shows_threads(TEST) {
+        if !kernel::shows_threads(TEST) {
             return;
         }
-        let out = run_child(TEST, &[]);
-        assert!(out.status.success(), "{out:?}");
+        let out = in_child(TEST, &[]);
         let lines = policy_lines(&out.stderr);
         assert!(
             lines.iter().any(|line| line.starts_with(
@@ -284,16 +254,15 @@ fn refused_for_want_of_address_space() {
 fn child_forks_during_purges_leave_the_children_purging() {
     const TEST: &str = "child_forks_during_purges_leave_the_children_purging";
     if !is_child() {
-        if mimalloc_tests::resident_bytes().is_none() {
-            return mimalloc_tests::skip(TEST, "this system does not report the resident set");
+        if !reports_resident_set(TEST) {
+            return;
         }
-        if kernel_shows_threads(TEST) {
+        if kernel::shows_threads(TEST) {
             let env = [
                 ("MIMALLOC_PURGE_DELAY", "20"),
                 ("MIMALLOC_ARENA_PURGE_MULT", "1"),
             ];
-            let out = run_child(TEST, &env);
-            assert!(out.status.success(), "{out:?}");
+            in_child(TEST, &env);
         }
         return;
     }
@@ -329,12 +298,10 @@ fn fork_during_purges() {
 /// only: elsewhere there is no background purge, and the test is ignored.
 #[cfg(unix)]
 fn collect_in_a_fork(round: usize) {
-    // SAFETY: the child runs only this function's code, which allocates through mimalloc
-    // (fork-safe: it and the background purge prepare for fork) and ends with `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let passed = std::panic::catch_unwind(|| {
+    // SAFETY: the check allocates through mimalloc (fork-safe: it and the background purge
+    // prepare for fork), and prints nothing.
+    let child = unsafe {
+        mimalloc_tests::fork::in_a_fork(|| {
             // The child's own purge thread would start with its first large block, and could
             // be purging when the child collects.
             policy::set_background_purge(false);
@@ -343,15 +310,9 @@ fn collect_in_a_fork(round: usize) {
             mimalloc::heap::collect(true);
             let after = mimalloc_tests::resident_bytes().unwrap();
             after < before + 2 * MIB
-        });
-        // SAFETY: ends the child without running the parent's exit handlers twice.
-        unsafe { libc::_exit(if matches!(passed, Ok(true)) { 0 } else { 1 }) };
+        })
+    };
+    if let Err(status) = child {
+        panic!("round {round}: the child kept what it freed ({status:#x})");
     }
-    let mut status = 0;
-    // SAFETY: waits for the child just forked, writing its status to a live local.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "round {round}: the child kept what it freed ({status:#x})"
-    );
 }

@@ -6,7 +6,6 @@
 mimalloc::assign_global!();
 
 use mimalloc_tests::stress::{self, Config, Global};
-use std::io::Write;
 
 fn build_name() -> String {
     let features: Vec<&str> = [
@@ -41,21 +40,7 @@ fn stress_threads_through_the_global_allocator() {
     let purging_before = purge_thread_runs();
 
     let report = stress::run(&Global, &config);
-
-    // The line the `stress` lane collects for its report.
-    let _ = writeln!(
-        std::io::stderr(),
-        "STRESS [{}] mimalloc {}, {} threads x {} steps: {report}",
-        build_name(),
-        mimalloc::Version::linked(),
-        config.threads,
-        config.steps
-    );
-    assert!(report.rounds >= config.rounds);
-    assert!(
-        report.foreign_frees > 0 && report.orphan_frees > 0,
-        "no block changed threads: {report}"
-    );
+    stress::report_and_check(&build_name(), &config, &report);
 
     // The global allocator really is mimalloc: a block from `Global` is in mimalloc's memory.
     let probe = vec![0u8; 100];

@@ -9,7 +9,6 @@ use core::ptr::NonNull;
 use mimalloc::Heap;
 use mimalloc_tests::stress::{self, Config};
 use std::alloc::GlobalAlloc;
-use std::io::Write;
 
 /// A heap seen through `GlobalAlloc`, the interface the stress drives.
 struct InHeap<'h>(&'h Heap);
@@ -43,18 +42,7 @@ fn stress_threads_through_one_shared_heap() {
     let config = Config::from_env().unwrap();
     let heap = Heap::new();
     let report = stress::run(&InHeap(&heap), &config);
-    let _ = writeln!(
-        std::io::stderr(),
-        "STRESS [heap] mimalloc {}, {} threads x {} steps: {report}",
-        mimalloc::Version::linked(),
-        config.threads,
-        config.steps
-    );
-    assert!(report.rounds >= config.rounds);
-    assert!(
-        report.foreign_frees > 0 && report.orphan_frees > 0,
-        "no block changed threads: {report}"
-    );
+    stress::report_and_check("heap", &config, &report);
     // A block of the heap is recognised as one, so the stress really ran in it.
     let probe = InHeap(&heap);
     let layout = Layout::new::<[u64; 4]>();

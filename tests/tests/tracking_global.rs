@@ -8,7 +8,7 @@
 //! while they set a limit, so that no other test of this binary runs into it.
 
 use mimalloc::{tracking, MiMalloc, Tracking};
-use mimalloc_tests::{is_child, run_child};
+use mimalloc_tests::{in_child, is_child, run_child, tracked_process_bytes};
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
 
@@ -125,33 +125,23 @@ fn child_thread_churn_keeps_the_process_total() {
     const THREADS: usize = 64;
     const LEFT: usize = 3000;
     if !is_child() {
-        let out = run_child("child_thread_churn_keeps_the_process_total", &[]);
-        assert!(
-            out.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        in_child("child_thread_churn_keeps_the_process_total", &[]);
         return;
     }
-    let process = || {
-        tracking::flush();
-        tracking::stats().live_bytes as isize
-    };
     // Whatever std sets up lazily on the first spawn is set up before the baseline.
     thread::spawn(|| Box::new(1u8)).join().unwrap();
     let mut blocks: Vec<usize> = Vec::with_capacity(THREADS);
-    let base = process();
+    let base = tracked_process_bytes();
     for _ in 0..THREADS {
         let block = thread::spawn(|| Box::into_raw(Box::new([1u8; LEFT])) as usize)
             .join()
             .unwrap();
         blocks.push(block);
     }
-    assert_eq!(process() - base, (THREADS * LEFT) as isize);
+    assert_eq!(tracked_process_bytes() - base, (THREADS * LEFT) as isize);
     for block in blocks.drain(..) {
         // SAFETY: each address is a leaked `Box<[u8; LEFT]>`, freed once.
         drop(unsafe { Box::from_raw(block as *mut [u8; LEFT]) });
     }
-    assert_eq!(process(), base);
+    assert_eq!(tracked_process_bytes(), base);
 }

@@ -5,7 +5,7 @@
 //! state nobody flushes again).
 
 use mimalloc::{tracking, MiMalloc, Tracking};
-use mimalloc_tests::{is_child, run_child};
+use mimalloc_tests::{in_child, is_child, tracked_process_bytes};
 use std::cell::RefCell;
 use std::thread;
 
@@ -27,26 +27,16 @@ thread_local! {
 fn child_frees_by_exiting_threads_are_counted() {
     const THREADS: usize = 32;
     if !is_child() {
-        let out = run_child("child_frees_by_exiting_threads_are_counted", &[]);
-        assert!(
-            out.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        in_child("child_frees_by_exiting_threads_are_counted", &[]);
         return;
     }
-    let process = || {
-        tracking::flush();
-        tracking::stats().live_bytes as isize
-    };
     // Whatever std sets up lazily on the first spawn, and on the first use of `BLOCK` (the
     // OS key of a `thread_local!` where std has no native thread-locals), is set up before the
     // baseline.
     thread::spawn(|| BLOCK.with(|block| block.borrow().is_none()))
         .join()
         .unwrap();
-    let base = process();
+    let base = tracked_process_bytes();
     for _ in 0..THREADS {
         thread::spawn(|| {
             // The thread's tracking state first (its exit flush registered), then the block
@@ -58,7 +48,7 @@ fn child_frees_by_exiting_threads_are_counted() {
         .unwrap();
     }
     assert_eq!(
-        process() - base,
+        tracked_process_bytes() - base,
         0,
         "bytes left counted by {THREADS} threads"
     );
