@@ -22,11 +22,14 @@ fn snapshot_follows_allocation() {
     let block = vec![1u8; 32 << 20];
     let arena = mimalloc::Arena::reserve(64 << 20, mimalloc::Sharing::Exclusive).unwrap();
     let during = stats::read();
-    // Nothing was given back meanwhile: what was reserved since counts in the total alike.
+    // What was reserved since counts in the total too. The total may count more: mimalloc maps
+    // an aligned range again larger and trims it where the first mapping was not aligned (32-bit
+    // targets, where about half of these runs take that path), and the trimmed parts count in the
+    // total and not in what stays reserved.
     assert!(during.reserved.current - before.reserved.current >= arena.area().1 as i64);
-    assert_eq!(
-        during.reserved.total - before.reserved.total,
-        during.reserved.current - before.reserved.current,
+    assert!(
+        during.reserved.total - before.reserved.total
+            >= during.reserved.current - before.reserved.current,
         "{before:?}\n{during:?}"
     );
     assert!(during.reserved.current >= during.committed.current);
