@@ -797,7 +797,25 @@ fn memory_defaults(
     adaptive_thp: bool,
 ) {
     thp_defaults(defines, target, version, features, adaptive_thp);
+    page_layout(defines, version);
     purge_defaults(defines, target, version);
+}
+
+/// How mimalloc 3 lays out blocks above its medium size, on every target (the layout is the
+/// same problem everywhere; on 32-bit targets the sizes are smaller: 32-128 KiB).
+fn page_layout(defines: &mut Vec<Define>, version: Version) {
+    if version == Version::V3 {
+        define(
+            defines,
+            "MI_ENABLE_LARGE_PAGES",
+            Some("0"),
+            "blocks of 64-512 KiB each get pages of their own size, as in mimalloc 2, rather \
+             than sharing 4 MiB pages eight at a time: a vector that grows by doubling leaves \
+             each size it outgrew in a page the next vector may never reuse, and a freed block \
+             goes back to its arena to be reused or purged on its own (BENCHMARKS.md, \
+             \"The option defaults\")",
+        );
+    }
 }
 
 /// Who advises memory for transparent huge pages: mimalloc, the safe crate's policy, or nobody.

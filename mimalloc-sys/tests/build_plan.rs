@@ -270,7 +270,8 @@ fn override_is_refused_loudly_on_windows() {
 /// compiled out, `allow_thp` 1, the routing core advising blocks of 2 MiB or more), mimalloc 2's
 /// own advice on Linux, off on Android (mimalloc's own default) and for mimalloc 3 on 32-bit
 /// Linux, unset where there are none; immediate purges from 256 MiB instead of 32 MiB on 64-bit
-/// targets with mimalloc 3 (BENCHMARKS.md, "The option defaults").
+/// targets with mimalloc 3, whose blocks of 64-512 KiB get pages of their own everywhere
+/// (BENCHMARKS.md, "The option defaults").
 #[test]
 fn memory_defaults_follow_the_benchmark() {
     // (triple, allow_thp with v3, with v2, huge-block advice with v3)
@@ -311,6 +312,11 @@ fn memory_defaults_follow_the_benchmark() {
                 value(&plan, "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE"),
                 immediate,
                 "{triple}"
+            );
+            assert_eq!(
+                value(&plan, "MI_ENABLE_LARGE_PAGES"),
+                (!v2_feature).then_some(Some("0")),
+                "{triple}: blocks of 64-512 KiB in pages of their own with mimalloc 3"
             );
             assert!(plan.warnings.is_empty(), "{triple}");
         }
