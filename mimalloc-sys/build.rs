@@ -36,7 +36,7 @@ fn main() {
     }
 
     let sources = vendored_sources(plan.version);
-    let defaults = baked_option_defaults(&target, &sources);
+    let defaults = option_defaults(&plan, baked_option_defaults(&target, &sources));
     let compiled = compile(&target, &plan, &sources, &defaults);
     link(&plan);
     publish_metadata(&sources, &plan);
@@ -154,8 +154,7 @@ fn baked_option_defaults(target: &Target, sources: &Sources) -> Vec<OptionDefaul
     }
     // A variable with the prefix that names no option is a typo: fail rather than ignore it,
     // and rerun when it changes or goes. (Cargo watches variables by name only: one that did
-    // not exist when the script last ran cannot make it rerun; see docs/beyond-malloc.md,
-    // "Options".)
+    // not exist when the script last ran cannot make it rerun; see docs/beyond-malloc.md#options.)
     for (variable, _) in prefixed_variables() {
         if !requested.iter().any(|(v, _)| *v == variable) {
             let value = env(&variable).unwrap_or_default();
@@ -175,6 +174,25 @@ fn baked_option_defaults(target: &Target, sources: &Sources) -> Vec<OptionDefaul
              pub const BAKED_OPTION_DEFAULTS: &[(&str, i64)] = &[\n{listing}];\n"
         ),
     );
+    defaults
+}
+
+/// Step 2c: the option defaults compiled in: the plan's, then the user's, which replace any of
+/// the plan's they name (the later `mi_option_set_default` wins).
+fn option_defaults(plan: &Plan, baked: Vec<OptionDefault>) -> Vec<OptionDefault> {
+    let mut defaults = Vec::new();
+    for choice in &plan.option_defaults {
+        // Shown by `cargo build -vv`, as the defines are.
+        println!(
+            "option default {}={}: {}",
+            choice.name, choice.value, choice.why
+        );
+        defaults.push(OptionDefault {
+            name: choice.name.to_owned(),
+            value: choice.value,
+        });
+    }
+    defaults.extend(baked);
     defaults
 }
 
@@ -202,8 +220,9 @@ struct Compiled {
 }
 
 /// Step 3: compile `src/static.c`, which includes every other source file: one translation
-/// unit, so the compiler can inline across mimalloc's internal boundaries. With baked option
-/// defaults, a generated file that sets them and then includes `static.c` is compiled instead.
+/// unit, so the compiler can inline across mimalloc's internal boundaries. With option defaults
+/// (the plan's or baked ones), a generated file that sets them and then includes `static.c` is
+/// compiled instead.
 fn compile(
     target: &Target,
     plan: &Plan,
@@ -246,7 +265,7 @@ fn compile(
     }
 }
 
-/// `static.c`, or the generated file that bakes option defaults in before including it.
+/// `static.c`, or the generated file that sets option defaults before including it.
 fn translation_unit(target: &Target, sources: &Sources, defaults: &[OptionDefault]) -> PathBuf {
     let static_c = sources.src().join("static.c");
     if defaults.is_empty() {

@@ -20,6 +20,7 @@ import difflib
 import os
 import subprocess
 import tempfile
+from pathlib import Path
 
 
 def git(root, *args, check=True):
@@ -53,6 +54,13 @@ def changed_files(root, since):
     tracked = git(root, "diff", "--name-only", "--no-renames", since, "--").splitlines()
     untracked = git(root, "ls-files", "--others", "--exclude-standard").splitlines()
     return sorted(set(tracked + untracked) - {""})
+
+
+def renamed(root, since):
+    """The files the working tree renamed since `since` (git's rename detection: at least half
+    the lines kept), new path to old, so a moved file is compared with what it was."""
+    moves = git(root, "diff", "--name-status", "-M", since, "--").splitlines()
+    return {fields[2]: fields[1] for fields in map(str.split, moves) if fields[0].startswith("R")}
 
 
 def old_text(root, since, path):
@@ -143,6 +151,16 @@ def self_test_base():
         assert base(root, first)[0] == first
         assert base(root, "change")[0] == git(root, "rev-parse", "change")
         assert base(root, "0" * 40)[0] == landing
+        # A moved file is the file it was, with its edits; a new one is not a move.
+        lines = "".join(f"line {n}\n" for n in range(20))
+        Path(root, "old.rs").write_text(lines)
+        commit("add", "old.rs")
+        moved = commit("commit", "-q", "-m", "a file")
+        commit("mv", "old.rs", "new.rs")
+        Path(root, "new.rs").write_text(lines + "one more\n")
+        Path(root, "other.rs").write_text("fn f() {}\n")
+        commit("add", "-A")
+        assert renamed(root, moved) == {"new.rs": "old.rs"}
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@
 # - the mimalloc versions the README gives, and mimalloc-sys's example of
 #   DEP_MIMALLOC_VERSION, are those of the vendored headers;
 # - docs/ci.md's tables are the lanes of `bash .ci/run lanes landing` and `bash .ci/run lanes`;
-# - the mutation figures of README.md and docs/reliability.md are mutants/record.json's.
+# - the mutation figures of README.md and docs/reliability.md are mutants/record.json's;
+# - every citation of a section, `FILE.md#anchor` (in a Markdown link or in a comment), names a
+#   heading of FILE.md as GitHub makes its anchor, and no section is cited by its quoted title
+#   (which nothing checks: several such citations outlived their headings).
 #
 # Prints every problem, then fails if there was one. Needs python3 >= 3.11 (tomllib).
 set -euo pipefail
@@ -177,9 +180,53 @@ for source in ["mimalloc-sys/src/lib.rs", "mimalloc-sys/build.rs"]:
             if int(example) != v3_number:
                 problem(f"{source}:{number}: the example version `{example}` is not the vendored {v3_number}")
 
+# Anchors: a citation of a section names a heading that exists.
+def slug(heading):
+    """GitHub's anchor of a heading: lower case, code marks and punctuation dropped (not `-` or
+    `_`), spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(markdown):
+    found, seen, fenced = set(), {}, False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#{1,6} (.*)", line)):
+            base = slug(m.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+CITABLE = (".rs", ".md", ".toml", ".py", ".sh", ".yml", ".cjs")
+QUOTED = re.compile(r'\.md(\]\([^)]*\))?\)?,\s+\(?\\?"[A-Z]')
+for name in tracked:
+    if not name.endswith(CITABLE) or name.startswith("vendor/") or name == "scripts/check-docs.sh":
+        continue
+    path = Path(name)
+    if not path.is_file():
+        continue
+    text = path.read_text()
+    for number, line in enumerate(text.splitlines(), 1):
+        if QUOTED.search(line):
+            problem(f"{name}:{number}: a section cited by its title: cite it as FILE.md#anchor")
+        targets = re.findall(r"([\w./-]*\.md)#([\w-]+)", line)
+        if name.endswith(".md"):
+            targets += [(name, a) for a in re.findall(r"\]\(#([\w-]+)\)", line)]
+        for target, anchor in targets:
+            here = [os.path.normpath(os.path.join(str(path.parent), target)), target]
+            doc = next((Path(c) for c in here if Path(c).is_file()), None)
+            if doc is None:
+                problem(f"{name}:{number}: {target} (cited as {target}#{anchor}) does not exist")
+            elif anchor not in anchors(doc.read_text()):
+                problem(f"{name}:{number}: {target} has no heading whose anchor is #{anchor}")
+
 for p in problems:
     print(f"check-docs: {p}", file=sys.stderr)
 if problems:
     sys.exit(f"check-docs: {len(problems)} problem(s)")
-print("check-docs: features, paths and versions in the docs match the code")
+print("check-docs: features, paths, anchors and versions in the docs match the code")
 PY

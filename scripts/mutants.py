@@ -340,14 +340,17 @@ def on_changed_lines(group, changed, since):
     the change took away used to leave out."""
     text = changed_lines.old_text(ROOT, since, "mutants/groups.toml")
     judged = {path for old in load_groups(text).values() for path in old["files"]} if text else set()
-    paths = [path for path in group["files"] if path in changed or path not in judged]
+    # A file moved from a judged one is judged on the lines the move changed.
+    moves = changed_lines.renamed(ROOT, since)
+    was = {path: moves.get(path, path) for path in group["files"]}
+    paths = [path for path in group["files"] if path in changed or was[path] not in judged]
     names = []
     if paths:
         _, _, _, files = place(group, builds(group)[0])
         patch = ""
         for path in paths:
             new = (ROOT / path).read_text()
-            old = changed_lines.old_text(ROOT, since, path) if path in judged else ""
+            old = changed_lines.old_text(ROOT, since, was[path]) if was[path] in judged else ""
             patch += changed_lines.as_diff(files[path], new, changed_lines.touched_lines(old, new))
         if patch:
             with tempfile.NamedTemporaryFile("w", suffix=".diff") as diff:

@@ -34,6 +34,9 @@ pub struct Target {
     /// `sanitize`: the sanitizers the Rust side is compiled with (nightly
     /// `-Zsanitizer=address`, ...); empty on stable.
     pub sanitizers: Vec<String>,
+    /// `miri`: the Rust side runs in Miri's interpreter (`cargo miri`), which calls no C and
+    /// allocates from its own heap.
+    pub interpreted: bool,
 }
 
 impl Target {
@@ -67,6 +70,7 @@ impl Target {
                 format!("{triple}: target_pointer_width is {width:?}, not a number")
             })?,
             sanitizers: list("sanitize"),
+            interpreted: cfg("miri").is_some(),
         })
     }
 
@@ -159,6 +163,18 @@ pub struct Published {
     pub why: &'static str,
 }
 
+/// An option default the plan chooses where mimalloc has no define for it: compiled in the way
+/// `MIMALLOC_SYS_DEFAULT_<NAME>` bakes one (set before mimalloc reads its options), so that
+/// such a variable and the environment (`MIMALLOC_<NAME>`) still override it; `cargo build -vv`
+/// prints it with its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionChoice {
+    /// The option's name in `mimalloc.h` without `mi_option_`.
+    pub name: &'static str,
+    pub value: i64,
+    pub why: &'static str,
+}
+
 /// The complete recipe for compiling and linking mimalloc for one target.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -177,6 +193,8 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// The decisions Rust code reads, each published as a cfg with its reason ([`Published`]).
     pub published: Vec<Published>,
+    /// Option defaults set when mimalloc starts, where no define sets them ([`OptionChoice`]).
+    pub option_defaults: Vec<OptionChoice>,
 }
 
 /// What the build script will do.
@@ -234,6 +252,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         link_libs: link_libs(target, version),
         static_crt: static_crt(target),
         warnings: warnings(target, features),
+        option_defaults: option_defaults(version),
     };
     sanitizer_flags(&mut plan, target, features);
     compiler_flags(&mut plan, target, features);
@@ -300,19 +319,13 @@ fn published(
          what divides its size); mimalloc 2 deletes a heap it is asked to destroy",
     );
     free_published(p, &c, version);
-    target_published(p, target, &c, version, adaptive_thp);
+    target_published(p, target, &c, version);
+    policy_published(p, target, version, adaptive_thp);
     published
 }
 
-/// What the target adds to the plan's defines: a stack walker, huge pages, a 32-bit address
-/// space.
-fn target_published(
-    p: &mut Vec<Published>,
-    target: &Target,
-    c: &Preprocessor,
-    version: Version,
-    adaptive_thp: bool,
-) {
+/// What the target adds to the plan's defines: a stack walker, a 32-bit address space.
+fn target_published(p: &mut Vec<Published>, target: &Target, c: &Preprocessor, version: Version) {
     let v3 = version == Version::V3;
     publish(
         p,
@@ -324,7 +337,32 @@ fn target_published(
     );
     publish(
         p,
-        adaptive_thp,
+        v3 && target.pointer_width == 32 && !c.on("MI_SECURE"),
+        "mimalloc_large_request_cap",
+        "mimalloc 3.6.0 on a 32-bit target without MI_SECURE faults on requests near 2 GiB \
+         where it should return null (docs/known-issues.md has the bound; the canary in \
+         tests/tests/upstream_bugs.rs): the routing core refuses such requests. MI_SECURE \
+         builds serve them",
+    );
+}
+
+/// Which parts of the safe crate's memory policy (`mimalloc/src/policy/`) are built, and whether
+/// any is (`mimalloc_policy`, the one cfg the policy's shared code reads). None under Miri: the
+/// policy is Rust code that calls mimalloc and the OS, which the interpreter does not run.
+fn policy_published(p: &mut Vec<Published>, target: &Target, version: Version, adaptive_thp: bool) {
+    let native = !target.interpreted;
+    let huge_pages = native && adaptive_thp;
+    let purge = native && background_purge(target, version);
+    publish(
+        p,
+        huge_pages || purge,
+        "mimalloc_policy",
+        "at least one part of the safe crate's memory policy is built: its settings, its load \
+         and unload hooks and its polls exist",
+    );
+    publish(
+        p,
+        huge_pages,
         "mimalloc_adaptive_thp",
         "MI_NO_THP so that the safe crate's memory policy decides which memory gets transparent \
          huge pages: a heap once it has grown, and large blocks (`adaptive_thp` in \
@@ -332,19 +370,10 @@ fn target_published(
     );
     publish(
         p,
-        background_purge(target, version),
+        purge,
         "mimalloc_background_purge",
         "mimalloc 3 on Linux or Android: the safe crate's background purge hands freed memory \
          back once the purge delay has passed (`background_purge` in build/plan.rs)",
-    );
-    publish(
-        p,
-        v3 && target.pointer_width == 32 && !c.on("MI_SECURE"),
-        "mimalloc_large_request_cap",
-        "mimalloc 3.6.0 on a 32-bit target without MI_SECURE faults on requests near 2 GiB \
-         where it should return null (docs/known-issues.md has the bound; the canary in \
-         tests/tests/upstream_bugs.rs): the routing core refuses such requests. MI_SECURE \
-         builds serve them",
     );
 }
 
@@ -410,8 +439,7 @@ fn guarded(c: &Preprocessor) -> bool {
 
 /// Whether the routing core may free a block of a small layout with mimalloc 3's
 /// `mi_free_small_nonnull`, which takes a small page's metadata from the block's address, so
-/// that it skips the general page lookup (BENCHMARKS.md, "Instructions per small allocate+free
-/// pair").
+/// that it skips the general page lookup (BENCHMARKS.md#instructions-per-small-allocatefree-pair).
 ///
 /// The C side is `MI_PAGE_META_SMALL_IS_ALIGNED`, which the plan never defines: it is computed
 /// here as `include/mimalloc/types.h` of 3.6.0 computes it from the defines ("Place page meta
@@ -700,8 +728,9 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "MI_FREE_USE_PAGEMAP",
             Some("1"),
             "`free_use_pagemap` feature (mimalloc-safe's name): free finds the page in the page \
-             map, which costs instructions on every free (BENCHMARKS.md, \"Instructions per \
-             small allocate+free pair\"), and arenas need only slice alignment",
+             map, which costs instructions on every free \
+             (BENCHMARKS.md#instructions-per-small-allocatefree-pair), and arenas need only slice \
+             alignment",
         );
     } else {
         define(
@@ -709,9 +738,9 @@ fn free_defines(defines: &mut Vec<Define>, target: &Target, features: &Features)
             "MI_FREE_USE_PAGEMAP",
             Some("0"),
             "page metadata at aligned addresses: free masks the pointer instead of reading the \
-             page map, the shorter allocate+free pair (BENCHMARKS.md, \"Instructions per small \
-             allocate+free pair\"); the price is an alignment limit and arenas aligned to the \
-             page metadata (docs/known-issues.md)",
+             page map, the shorter allocate+free pair \
+             (BENCHMARKS.md#instructions-per-small-allocatefree-pair); the price is an alignment \
+             limit and arenas aligned to the page metadata (docs/known-issues.md)",
         );
     }
 }
@@ -767,7 +796,7 @@ fn tls_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) 
 /// (`cfg(mimalloc_adaptive_thp)`: `mimalloc/src/policy/`), mimalloc itself advising none of its
 /// arenas (`MI_NO_THP`, see [`memory_defaults`]): mimalloc 3 on 64-bit Linux, where huge pages
 /// pay for large heaps and large blocks and cost small heaps their size, so the policy gives
-/// them to a heap once it has grown (BENCHMARKS.md, "The memory policy"). Android keeps huge
+/// them to a heap once it has grown (BENCHMARKS.md#the-memory-policy). Android keeps huge
 /// pages off, 32-bit Linux too (its address space is too tight for 2 MiB granules), and
 /// mimalloc 2 keeps its own advice on segments. The `no_thp` feature turns it off with the rest
 /// of mimalloc's huge-page advice.
@@ -785,10 +814,10 @@ pub fn background_purge(target: &Target, version: Version) -> bool {
     version == Version::V3 && (target.os == "linux" || target.os == "android")
 }
 
-/// The option defaults chosen on the benchmark (BENCHMARKS.md, "The memory policy" and "The
-/// option defaults"): the environment (`MIMALLOC_ALLOW_THP`, ...) and baked defaults still
-/// override them. The rest of mimalloc's defaults (`page_reclaim_on_free`, `purge_delay`,
-/// `arena_purge_mult`) measured best as they are.
+/// The option defaults chosen on the benchmark (BENCHMARKS.md#the-memory-policy and
+/// BENCHMARKS.md#the-option-defaults): the environment (`MIMALLOC_ALLOW_THP`, ...) and baked
+/// defaults still override them, as they do [`option_defaults`]. The rest of mimalloc's defaults
+/// (`purge_delay`, `arena_purge_mult`) measured best as they are.
 fn memory_defaults(
     defines: &mut Vec<Define>,
     target: &Target,
@@ -799,6 +828,25 @@ fn memory_defaults(
     thp_defaults(defines, target, version, features, adaptive_thp);
     page_layout(defines, version);
     purge_defaults(defines, target, version);
+}
+
+/// The option defaults chosen on the benchmark that mimalloc has no define for
+/// (BENCHMARKS.md#the-option-defaults).
+fn option_defaults(version: Version) -> Vec<OptionChoice> {
+    match version {
+        Version::V3 => vec![OptionChoice {
+            name: "page_reclaim_on_free",
+            value: 0,
+            why: "a thread that frees into a page of another thread's, left full or abandoned, \
+                  does not adopt it into its own heap (mimalloc 3.6.0's default, 1, does): a \
+                  consumer thread that only frees would hold such pages while the producers \
+                  take fresh ones (BENCHMARKS.md#the-option-defaults); the page goes back to \
+                  its own thread or to the arena, as with mimalloc 2's default \
+                  (`abandoned_reclaim_on_free` 0)",
+        }],
+        // mimalloc 2's own default is the one chosen here.
+        Version::V2 => Vec::new(),
+    }
 }
 
 /// How mimalloc 3 lays out blocks above its medium size, on every target (the layout is the
@@ -812,8 +860,8 @@ fn page_layout(defines: &mut Vec<Define>, version: Version) {
             "blocks of 64-512 KiB each get pages of their own size, as in mimalloc 2, rather \
              than sharing 4 MiB pages eight at a time: a vector that grows by doubling leaves \
              each size it outgrew in a page the next vector may never reuse, and a freed block \
-             goes back to its arena to be reused or purged on its own (BENCHMARKS.md, \
-             \"The option defaults\")",
+             goes back to its arena to be reused or purged on its own \
+             (BENCHMARKS.md#the-option-defaults)",
         );
     }
 }
@@ -858,7 +906,7 @@ fn policy_decides_thp(defines: &mut Vec<Define>) {
         None,
         "the memory policy decides huge pages: mimalloc no longer advises its arenas, so a \
          small heap faults in 4 KiB pages until the safe crate's policy advises it \
-         (mimalloc/src/policy/; BENCHMARKS.md, \"The memory policy\")",
+         (mimalloc/src/policy/; BENCHMARKS.md#the-memory-policy)",
     );
     define(
         defines,
@@ -887,7 +935,7 @@ fn allow_thp_default(defines: &mut Vec<Define>, target: &Target, version: Versio
             "32-bit Linux: no transparent huge pages. With them a freed working set stayed \
              resident in partly freed huge pages (mode 2 purges only whole ones, mode 1 leaves \
              them to the kernel's deferred split), a large share of a 32-bit address space \
-             (BENCHMARKS.md, \"The option defaults\")",
+             (BENCHMARKS.md#the-option-defaults)",
         );
     } else if target.os == "linux" {
         define(
@@ -910,7 +958,7 @@ fn purge_defaults(defines: &mut Vec<Define>, target: &Target, version: Version) 
             "free ranges purged at once only from 256 MiB (in KiB; mimalloc's default is \
              32 MiB), so that a freed large buffer is reused rather than handed back and faulted \
              in again; smaller ranges wait for the purge delay, which raises the peak of a \
-             program that frees such buffers (BENCHMARKS.md, \"The option defaults\"). From \
+             program that frees such buffers (BENCHMARKS.md#the-option-defaults). From \
              256 MiB a freed block is still returned at once",
         );
     }

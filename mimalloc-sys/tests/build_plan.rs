@@ -271,7 +271,7 @@ fn override_is_refused_loudly_on_windows() {
 /// own advice on Linux, off on Android (mimalloc's own default) and for mimalloc 3 on 32-bit
 /// Linux, unset where there are none; immediate purges from 256 MiB instead of 32 MiB on 64-bit
 /// targets with mimalloc 3, whose blocks of 64-512 KiB get pages of their own everywhere
-/// (BENCHMARKS.md, "The option defaults").
+/// (BENCHMARKS.md#the-option-defaults).
 #[test]
 fn memory_defaults_follow_the_benchmark() {
     // (triple, allow_thp with v3, with v2, huge-block advice with v3)
@@ -326,6 +326,35 @@ fn memory_defaults_follow_the_benchmark() {
         plan.link_libs.is_empty(),
         "Android's toolchain has no libatomic to link"
     );
+}
+
+/// The option defaults the plan sets where mimalloc has no define for them: mimalloc 3 only
+/// (mimalloc 2's `abandoned_reclaim_on_free` is 0 already), on every target.
+#[test]
+fn option_defaults_follow_the_benchmark() {
+    for (triple, _) in FACTS {
+        for v2_feature in [false, true] {
+            let t = target(triple);
+            let plan = match plan::decide(&t, &with_v2(v2_feature), true) {
+                Decision::Build(plan) => plan,
+                _ => continue,
+            };
+            let reclaim: Vec<(&str, i64)> = plan
+                .option_defaults
+                .iter()
+                .map(|d| (d.name, d.value))
+                .collect();
+            let chosen: &[(&str, i64)] = if v2_feature {
+                &[]
+            } else {
+                &[("page_reclaim_on_free", 0)]
+            };
+            assert_eq!(
+                reclaim, chosen,
+                "{triple}: mimalloc 2's own default is the chosen one"
+            );
+        }
+    }
 }
 
 #[test]
@@ -611,6 +640,13 @@ fn build_code_never_uses_host_cfg() {
     }
 }
 
+fn with_v2(v2: bool) -> Features {
+    Features {
+        v2,
+        ..Features::default()
+    }
+}
+
 fn known_options() -> Vec<String> {
     ["purge_delay", "max_warnings", "arena_reserve"]
         .iter()
@@ -728,6 +764,24 @@ fn option_names_come_from_the_vendored_header() {
         baked::variable("purge_delay"),
         "MIMALLOC_SYS_DEFAULT_PURGE_DELAY"
     );
+    // The plan's own option defaults name options of the version they are set for.
+    for (version, v2) in [("v3", false), ("v2", true)] {
+        let header = std::fs::read_to_string(dir.join(version).join("include/mimalloc.h")).unwrap();
+        let names = baked::option_names(&header).unwrap();
+        let features = Features {
+            v2,
+            ..Features::default()
+        };
+        let plan = build(&target("x86_64-unknown-linux-gnu"), features);
+        for choice in &plan.option_defaults {
+            assert!(
+                names.iter().any(|n| n == choice.name),
+                "{version}: {}",
+                choice.name
+            );
+            assert!(choice.why.len() > 10, "{}", choice.name);
+        }
+    }
     assert!(baked::option_names("no enum here").is_err());
 }
 
@@ -1048,6 +1102,12 @@ fn covered_plans() -> Vec<(Target, Features, bool, Plan)> {
                     plans.push((t.clone(), features, release, plan));
                 }
             }
+            // `cargo miri` on the same target.
+            let mut interpreted = t.clone();
+            interpreted.interpreted = true;
+            if let Decision::Build(plan) = plan::decide(&interpreted, &features, true) {
+                plans.push((interpreted, features, true, plan));
+            }
         }
     }
     plans
@@ -1072,6 +1132,7 @@ fn every_published_decision_follows_the_defines() {
             && !on("MI_SECURE")
             && !on("MI_GUARDED");
         let advice = publishes(&plan, "mimalloc_adaptive_thp");
+        let purge = v3 && (t.os == "linux" || t.os == "android") && !t.interpreted;
         let expected = [
             ("mimalloc_runs", true),
             ("mimalloc_debug", on("MI_DEBUG")),
@@ -1087,10 +1148,8 @@ fn every_published_decision_follows_the_defines() {
                 "mimalloc_adaptive_thp",
                 advice && on("MI_NO_THP") && on("MI_DEFAULT_ALLOW_THP"),
             ),
-            (
-                "mimalloc_background_purge",
-                v3 && (t.os == "linux" || t.os == "android"),
-            ),
+            ("mimalloc_background_purge", purge),
+            ("mimalloc_policy", advice || purge),
             (
                 "mimalloc_large_request_cap",
                 v3 && t.pointer_width == 32 && !on("MI_SECURE"),
@@ -1115,7 +1174,8 @@ fn every_published_decision_follows_the_defines() {
         let page_map_asked = f.secure || f.free_use_pagemap || t.os == "wasi";
         assert_eq!(page_map, v3 && page_map_asked, "{context}");
         let linux_64 = t.os == "linux" && t.pointer_width == 64;
-        assert_eq!(advice, v3 && linux_64 && !f.no_thp, "{context}");
+        let native = !t.interpreted;
+        assert_eq!(advice, v3 && linux_64 && !f.no_thp && native, "{context}");
     }
 }
 

@@ -128,6 +128,9 @@ compile_error!(
 pub mod policy;
 #[cfg(mimalloc_runs)]
 mod route;
+// What runs when the program loads, in order: the policy, then the heap profile's environment.
+#[cfg(all(mimalloc_runs, any(target_os = "linux", target_os = "android")))]
+mod startup;
 #[cfg(mimalloc_runs)]
 pub mod stats;
 // Allocation accounting and limits (the `tracking` feature, which turns on `std` for its

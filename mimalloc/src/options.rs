@@ -213,8 +213,21 @@ options! {
     #[cfg(feature = "v2")]
     TargetSegmentsPerThread = mi_option_target_segments_per_thread, "target_segments_per_thread", Number;
 
-    /// Reclaim abandoned pages on free: -1 never, 0 into their own heap, 1 always (default)
-    /// (mimalloc 3).
+    /// Reclaim abandoned pages on free: -1 never, 0 into their own heap, 1 always (mimalloc 3).
+    /// This crate's build sets 0 (mimalloc's own default: 1): a thread that only frees what
+    /// other threads allocated does not adopt their pages (BENCHMARKS.md#the-option-defaults).
+    ///
+    /// ```
+    /// use mimalloc::options::MiOption;
+    /// let overridden = std::env::var_os("MIMALLOC_PAGE_RECLAIM_ON_FREE").is_some()
+    ///     || std::env::var_os("MIMALLOC_ABANDONED_RECLAIM_ON_FREE").is_some()
+    ///     || mimalloc_sys::BAKED_OPTION_DEFAULTS
+    ///         .iter()
+    ///         .any(|(name, _)| *name == "page_reclaim_on_free");
+    /// if !overridden {
+    ///     assert_eq!(MiOption::PageReclaimOnFree.get(), 0);
+    /// }
+    /// ```
     #[cfg(not(feature = "v2"))]
     PageReclaimOnFree = mi_option_page_reclaim_on_free, "page_reclaim_on_free", Number;
     /// Keep this many full small pages per size class (mimalloc 3).
@@ -246,7 +259,7 @@ options! {
     /// Free ranges at least this large are purged at once instead of after the purge delay
     /// (mimalloc 3). This crate's build sets 256 MiB on 64-bit targets (mimalloc's own: 32 MiB,
     /// 16 MiB on 32-bit targets, which this build keeps): freed buffers up to that size are
-    /// kept for reuse until the purge delay has passed (BENCHMARKS.md, "The option defaults").
+    /// kept for reuse until the purge delay has passed (BENCHMARKS.md#the-option-defaults).
     ///
     /// ```
     /// use mimalloc::options::MiOption;

@@ -139,7 +139,7 @@ pub(crate) fn alloc(heap: &impl Entries, layout: Layout) -> *mut u8 {
 }
 
 /// A zeroed block for `layout` from `heap`, or null. Small blocks are cleared inline rather than
-/// by `mi_zalloc_small` (measured: BENCHMARKS.md, "Instructions per allocate+free pair").
+/// by `mi_zalloc_small` (measured: BENCHMARKS.md#instructions-per-small-allocatefree-pair).
 #[inline(always)]
 pub(crate) fn alloc_zeroed(heap: &impl Entries, layout: Layout) -> *mut u8 {
     let p = match plain_size(layout) {
@@ -210,7 +210,7 @@ fn in_small_page(layout: Layout) -> bool {
 }
 
 /// Whether [`free`] hands a block of `layout` to mimalloc 3's `mi_free_small_nonnull`, which
-/// skips the general page lookup (BENCHMARKS.md, "Instructions per allocate+free pair"): the one
+/// skips the general page lookup (BENCHMARKS.md#instructions-per-small-allocatefree-pair): the one
 /// decision both [`free`] and [`realloc`] follow. Only for layouts [`in_small_page`], and only
 /// where mimalloc-sys's build plan publishes `cfg(mimalloc_small_free)`: where mimalloc 3 keeps
 /// small pages' metadata at aligned addresses (`MI_PAGE_META_SMALL_IS_ALIGNED`: not with
@@ -288,7 +288,7 @@ unsafe fn move_block(heap: &impl Entries, ptr: *mut u8, old: Layout, new: Layout
 /// bytes between the requested size and the block's end are untouched. Up to 64 bytes with two
 /// overlapping stores of the largest width that fits, inline, as `memset` implementations do
 /// it: for the sizes most zeroed allocations have, that costs fewer instructions than a call to
-/// `memset` or mimalloc's own zeroing (BENCHMARKS.md, "Instructions per allocate+free pair").
+/// `memset` or mimalloc's own zeroing (BENCHMARKS.md#instructions-per-small-allocatefree-pair).
 ///
 /// # Safety
 ///

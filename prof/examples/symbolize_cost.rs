@@ -1,6 +1,6 @@
 //! What symbolizing a snapshot in the process costs (`ProfilerOptions::symbolize`): the time of
 //! a snapshot with and without it, and the resident memory the process keeps afterwards, over
-//! the worked example's heap (BENCHMARKS.md, "Heap profiling"). Rounds alternate the two, each
+//! the worked example's heap (BENCHMARKS.md#heap-profiling). Rounds alternate the two, each
 //! with a profiler of its own (the option is the profiler's), and print medians:
 //!
 //! ```sh

@@ -1,4 +1,4 @@
-//! The memory policy's arenas (`policy/arena.rs`): the first is reserved when the program loads,
+//! The memory policy's arenas (`policy/reserved.rs`): the first is reserved when the program loads,
 //! in whole huge pages of mimalloc's `arena_reserve`, backed as the heap's stage says; the next
 //! once the heap has committed three quarters of them, large enough for the block that asked;
 //! all of them counted in the `reserved` statistic; and none where mimalloc reserved memory for

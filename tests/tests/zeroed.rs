@@ -53,8 +53,12 @@ fn dirty_then_zeroed_blocks(size: usize, align: usize, count: usize) {
         unsafe { MiMalloc.dealloc(p, layout) };
     }
     // The point of the test is reused memory: make sure the small sizes really reused blocks
-    // (large ones may legitimately get fresh, already-zero pages from the OS).
-    if size <= 64 * 1024 {
+    // (large ones may legitimately get fresh, already-zero pages from the OS). An alignment of
+    // 64 KiB or more takes a block padded past 64 KiB, which this build's page layout gives a
+    // page of its own (blocks of 64-512 KiB: `MI_ENABLE_LARGE_PAGES=0` in the build plan):
+    // freed, the page goes back to the arena, and the next such block need not land where it
+    // was (a `secure` build reused none of 69 in one CI run).
+    if size <= 64 * 1024 && align < 64 * 1024 {
         assert!(
             reused > 0,
             "size {size} align {align}: no block was reused, the test proved nothing"

@@ -74,7 +74,7 @@ fn measure_all(options: &Options, binaries: &Binaries) -> (Samples, Vec<String>)
 /// same other one. What a process leaves behind changes the next one's page faults: on a VM
 /// that hands freed guest memory back to its host (free page reporting), a process faulting in
 /// huge pages after one that freed hundreds of MiB of 4 KiB pages spent 0.4 s more in the kernel
-/// than after one that freed huge pages (BENCHMARKS.md, "Noise"), and a fixed rotation put the
+/// than after one that freed huge pages (BENCHMARKS.md#noise), and a fixed rotation put the
 /// same allocator after the system allocator in every round.
 fn turn(round: usize, variants: usize) -> impl Iterator<Item = usize> {
     let mut order: Vec<usize> = (0..variants).collect();

@@ -17,6 +17,7 @@ pub mod driver;
 mod cross_thread;
 mod document_tree;
 mod growth;
+mod handoff;
 mod idle;
 mod indexing;
 mod large_aligned;
@@ -121,6 +122,7 @@ pub const ALL: &[Workload] = &[
     large_reuse::WORKLOAD,
     producer_consumer::WORKLOAD,
     pipeline::WORKLOAD,
+    handoff::WORKLOAD,
     document_tree::WORKLOAD,
     short_lived::WORKLOAD,
     idle::RETURN,

@@ -17,34 +17,31 @@
 //!
 //! `MIMALLOC_ALLOW_THP=0` (mimalloc disables huge pages for the process) turns all of it off.
 
-use super::arena::{self, Backing, HUGE_PAGE};
-use super::process;
+use super::io::{committed, say};
+use super::reserved::{self, Backing, HUGE_PAGE};
+use super::state::states;
+use super::state::HugePages;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use mimalloc_sys as ffi;
 
-/// Small heap: 4 KiB pages until [`FROM`] bytes are committed.
-const SMALL: u8 = 0;
-/// Switched: the arenas are advised for huge pages.
-const HUGE: u8 = 1;
-/// No huge pages for the heap (`MIMALLOC_HUGE_PAGES_FROM=off`, `MIMALLOC_ALLOW_THP=0`, or no
-/// policy arena); large blocks are still advised one by one unless `allow_thp` is off.
-const OFF: u8 = 2;
+states! {
+    /// Where the heap's huge pages stand.
+    enum Stage in AtomicStage {
+        /// 4 KiB pages until [`FROM`] bytes are committed.
+        Small,
+        /// Switched: the arenas are advised for huge pages.
+        Huge,
+        /// No huge pages for the heap (`MIMALLOC_HUGE_PAGES_FROM=off`, `MIMALLOC_ALLOW_THP=0`, or
+        /// no policy arena); large blocks are still advised one by one unless `allow_thp` is off.
+        Off,
+    }
+}
 
-static STAGE: AtomicU8 = AtomicU8::new(OFF);
+static STAGE: AtomicStage = AtomicStage::new(Stage::Off);
 static FROM: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Whether the heap can switch at all: the policy holds it and the process may have huge pages.
 static CAPABLE: AtomicBool = AtomicBool::new(false);
-
-/// Where the heap's huge pages stand.
-pub(crate) enum Stage {
-    /// 4 KiB pages until the heap has committed this many bytes.
-    Small { from: usize },
-    /// The heap's arenas are advised for huge pages.
-    Huge,
-    /// The heap stays in 4 KiB pages.
-    Off,
-}
 
 /// Sets the stage when the program loads, and reserves the first arena accordingly.
 pub(crate) fn load(from: Option<usize>) {
@@ -55,29 +52,27 @@ pub(crate) fn load(from: Option<usize>) {
         Some(0) => Backing::Huge,
         _ => Backing::Small,
     };
-    if !arena::reserve_first(backing) {
+    if !reserved::reserve_first(backing) {
         return;
     }
     CAPABLE.store(true, Ordering::Relaxed);
     FROM.store(from.unwrap_or(usize::MAX), Ordering::Relaxed);
-    STAGE.store(
-        match from {
-            Some(0) => HUGE,
-            Some(_) => SMALL,
-            None => OFF,
-        },
-        Ordering::Relaxed,
-    );
+    let stage = match from {
+        Some(0) => Stage::Huge,
+        Some(_) => Stage::Small,
+        None => Stage::Off,
+    };
+    STAGE.store(stage, Ordering::Relaxed);
 }
 
 /// Where the heap stands now.
-pub(crate) fn stage() -> Stage {
+pub(crate) fn stage() -> HugePages {
     match STAGE.load(Ordering::Relaxed) {
-        SMALL => Stage::Small {
+        Stage::Small => HugePages::Small {
             from: FROM.load(Ordering::Relaxed),
         },
-        HUGE => Stage::Huge,
-        _ => Stage::Off,
+        Stage::Huge => HugePages::Huge,
+        Stage::Off => HugePages::Off,
     }
 }
 
@@ -88,10 +83,15 @@ pub(crate) fn set_from(from: Option<usize>) {
         return;
     }
     FROM.store(from.unwrap_or(usize::MAX), Ordering::Relaxed);
-    let wanted = if from.is_some() { SMALL } else { OFF };
-    let _ = STAGE.compare_exchange(OFF, wanted, Ordering::Relaxed, Ordering::Relaxed);
-    let _ = STAGE.compare_exchange(SMALL, wanted, Ordering::Relaxed, Ordering::Relaxed);
-    poll(process::committed());
+    let wanted = if from.is_some() {
+        Stage::Small
+    } else {
+        Stage::Off
+    };
+    for unswitched in [Stage::Off, Stage::Small] {
+        STAGE.move_from(unswitched, wanted, Ordering::Relaxed);
+    }
+    poll(committed());
 }
 
 /// Called as the heap grows, with the bytes committed: switches once they reach the threshold,
@@ -102,15 +102,15 @@ pub(crate) fn poll(committed: usize) {
 
 /// [`poll`] for a heap about to take a block of `block` bytes.
 fn grow_for(committed: usize, block: usize) {
-    if STAGE.load(Ordering::Relaxed) == SMALL && committed >= FROM.load(Ordering::Relaxed) {
+    if STAGE.load(Ordering::Relaxed) == Stage::Small && committed >= FROM.load(Ordering::Relaxed) {
         switch();
     }
-    arena::grow(committed, block, backing());
+    reserved::grow(committed, block, backing());
 }
 
 /// How a new arena is to be backed now.
 fn backing() -> Backing {
-    if STAGE.load(Ordering::Relaxed) == HUGE {
+    if STAGE.load(Ordering::Relaxed) == Stage::Huge {
         Backing::Huge
     } else {
         Backing::Small
@@ -123,29 +123,26 @@ fn backing() -> Backing {
 /// it: an impossible request must not reserve an arena), so the policy looks at the heap as it
 /// is then, and at the block once it is committed.
 pub(crate) fn before_large(size: usize, committed: usize) {
-    let block = if arena::can_hold(size) { size } else { 0 };
+    let block = if reserved::can_hold(size) { size } else { 0 };
     grow_for(committed + block, block);
 }
 
 /// Advises every policy arena for huge pages, once.
 #[cold]
 fn switch() {
-    if STAGE
-        .compare_exchange(SMALL, HUGE, Ordering::Relaxed, Ordering::Relaxed)
-        .is_err()
-    {
+    if !STAGE.move_from(Stage::Small, Stage::Huge, Ordering::Relaxed) {
         return;
     }
-    arena::for_each(|start, end| {
+    reserved::for_each(|start, end| {
         // SAFETY: the range is a policy arena, mapped for the rest of the process; the advice
         // changes only how the kernel backs the pages it faults in from now on.
         unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE) };
     });
-    process::say(
+    say(
         false,
         format_args!(
             "huge pages for the heap from now on ({} MiB committed)",
-            process::committed() >> 20
+            committed() >> 20
         ),
     );
 }
@@ -160,7 +157,7 @@ fn switch() {
 pub(crate) fn after_large(block: *mut u8, size: usize) {
     if size >= HUGE_PAGE && !block.is_null() {
         let address = block as usize;
-        if !(STAGE.load(Ordering::Relaxed) == HUGE && arena::covers(address)) {
+        if !(STAGE.load(Ordering::Relaxed) == Stage::Huge && reserved::covers(address)) {
             advise_block(address, size);
         }
     }

@@ -2,22 +2,23 @@
 //! and when memory the program freed goes back to the OS. One static choice cannot be both fast
 //! and lean (huge pages on every arena hold a small heap at 1.6x glibc's memory; none cost a
 //! heap of hundreds of MiB up to 1.3x the time), and mimalloc alone never gives memory back
-//! while a program is quiet; so the policy follows the program (BENCHMARKS.md, "The memory
-//! policy", has the measurements behind each figure here):
+//! while a program is quiet; so the policy follows the program (BENCHMARKS.md#the-memory-policy
+//! has the measurements behind each figure here):
 //!
 //! - **Huge pages once the heap has grown** (`cfg(mimalloc_adaptive_thp)`: mimalloc 3 on 64-bit
 //!   Linux). A heap starts in 4 KiB pages and, once the program has committed
 //!   [`HUGE_PAGES_FROM`] bytes (16 MiB), is advised for huge pages, so it grows 2 MiB at a time;
 //!   a block of 2 MiB or more that takes it past the threshold is born in huge pages, header
 //!   included. The policy reserves the heap's arenas itself to know where the heap is
-//!   (`arena.rs`); blocks of 2 MiB or more outside them are advised one by one (`huge.rs`).
+//!   (`reserved.rs`); blocks of 2 MiB or more outside them are advised one by one (`huge.rs`).
 //! - **Memory back when quiet** (`cfg(mimalloc_background_purge)`: mimalloc 3 on Linux and
 //!   Android). Once the program has committed 16 MiB, a thread runs mimalloc's due purges every
 //!   quarter of its purge delay, so freed memory goes back within about the delay (4 s by
 //!   default) whether or not the program allocates again (`purge.rs`).
 //!
 //! Elsewhere (other systems, mimalloc 2, Miri) neither part exists, and [`huge_pages`] and
-//! [`background_purge`] say so.
+//! [`background_purge`] say so. Where either does, `cfg(mimalloc_policy)` holds: the build plan
+//! (`mimalloc-sys/build/plan.rs`) decides all three.
 //!
 //! Both are set when the program loads, from the environment (`settings.rs`), and can be
 //! changed while it runs:
@@ -48,66 +49,30 @@
 
 use core::ffi::c_void;
 
-#[cfg(all(mimalloc_adaptive_thp, not(miri)))]
-mod arena;
-#[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+#[cfg(mimalloc_adaptive_thp)]
 mod huge;
-#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+#[cfg(mimalloc_policy)]
+mod io;
+#[cfg(mimalloc_policy)]
 mod load;
-#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
-mod process;
-#[cfg(all(mimalloc_background_purge, not(miri)))]
+#[cfg(mimalloc_background_purge)]
 mod purge;
+#[cfg(mimalloc_adaptive_thp)]
+mod reserved;
 mod settings;
+mod state;
+
+#[cfg(mimalloc_policy)]
+pub(crate) use load::load;
 
 pub use settings::{HUGE_PAGES_FROM, PURGE_FROM};
-
-/// Where the heap's huge pages stand ([`huge_pages`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum HugePages {
-    /// The heap is in 4 KiB pages until the program has committed `from` bytes.
-    Small {
-        /// The threshold, in bytes.
-        from: usize,
-    },
-    /// The heap's memory is advised for huge pages.
-    Huge,
-    /// The heap stays in 4 KiB pages: turned off (`MIMALLOC_HUGE_PAGES_FROM=off`,
-    /// `MIMALLOC_ALLOW_THP=0`), or the heap is in an arena of mimalloc's own
-    /// (`MIMALLOC_RESERVE_OS_MEMORY`). Blocks of 2 MiB or more are still advised one by one
-    /// unless `allow_thp` is off.
-    Off,
-    /// This build leaves huge pages to mimalloc and the kernel: not 64-bit Linux, mimalloc 2,
-    /// the `no_thp` feature, or Miri.
-    NotBuilt,
-}
-
-/// Where the background purge stands ([`background_purge`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BackgroundPurge {
-    /// Starts its thread once the program has committed [`PURGE_FROM`] bytes.
-    Waiting,
-    /// Its thread runs.
-    Running,
-    /// Turned off (`MIMALLOC_BACKGROUND_PURGE=0`, [`set_background_purge`]).
-    Off,
-    /// The OS refused it a thread (out of threads, or a sandbox that forbids them).
-    Refused,
-    /// Not part of this build: other systems than Linux and Android, mimalloc 2, or Miri.
-    NotBuilt,
-}
+pub use state::{BackgroundPurge, HugePages};
 
 /// Where the heap's huge pages stand now.
 pub fn huge_pages() -> HugePages {
-    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
-    return match huge::stage() {
-        huge::Stage::Small { from } => HugePages::Small { from },
-        huge::Stage::Huge => HugePages::Huge,
-        huge::Stage::Off => HugePages::Off,
-    };
-    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    #[cfg(mimalloc_adaptive_thp)]
+    return huge::stage();
+    #[cfg(not(mimalloc_adaptive_thp))]
     HugePages::NotBuilt
 }
 
@@ -118,23 +83,18 @@ pub fn huge_pages() -> HugePages {
 /// heap ([`HugePages::Off`] with `MIMALLOC_ALLOW_THP=0` or `MIMALLOC_RESERVE_OS_MEMORY`), nothing
 /// changes, and the answer says so.
 pub fn set_huge_pages_from(from: Option<usize>) -> HugePages {
-    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    #[cfg(mimalloc_adaptive_thp)]
     huge::set_from(from);
-    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    #[cfg(not(mimalloc_adaptive_thp))]
     let _ = from;
     huge_pages()
 }
 
 /// Where the background purge stands now.
 pub fn background_purge() -> BackgroundPurge {
-    #[cfg(all(mimalloc_background_purge, not(miri)))]
-    return match purge::state() {
-        purge::State::Waiting => BackgroundPurge::Waiting,
-        purge::State::Running => BackgroundPurge::Running,
-        purge::State::Off => BackgroundPurge::Off,
-        purge::State::Refused => BackgroundPurge::Refused,
-    };
-    #[cfg(not(all(mimalloc_background_purge, not(miri))))]
+    #[cfg(mimalloc_background_purge)]
+    return purge::state();
+    #[cfg(not(mimalloc_background_purge))]
     BackgroundPurge::NotBuilt
 }
 
@@ -143,18 +103,15 @@ pub fn background_purge() -> BackgroundPurge {
 /// `MIMALLOC_BACKGROUND_PURGE` does at start-up, and returns where it stands then
 /// ([`BackgroundPurge::NotBuilt`] where it is not built: nothing changes there).
 pub fn set_background_purge(on: bool) -> BackgroundPurge {
-    #[cfg(all(mimalloc_background_purge, not(miri)))]
+    #[cfg(mimalloc_background_purge)]
     purge::set(on);
-    #[cfg(not(all(mimalloc_background_purge, not(miri))))]
+    #[cfg(not(mimalloc_background_purge))]
     let _ = on;
     background_purge()
 }
 
 /// Whether this build has anything for the policy to do around a large block.
-const AROUND_LARGE: bool = cfg!(all(
-    any(mimalloc_adaptive_thp, mimalloc_background_purge),
-    not(miri)
-));
+const AROUND_LARGE: bool = cfg!(mimalloc_policy);
 
 /// The size from which a block meets the policy: a huge page.
 const LARGE_BLOCK: usize = 2 << 20;
@@ -176,10 +133,10 @@ pub(crate) fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_
 
 #[inline(never)]
 fn around_large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
-    #[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+    #[cfg(mimalloc_policy)]
     load::before_large(size);
     let block = serve();
-    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
+    #[cfg(mimalloc_adaptive_thp)]
     huge::after_large(block.cast(), size);
     let _ = size;
     block
@@ -188,8 +145,8 @@ fn around_large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void
 /// Bytes of address space the policy reserved for the heap, which mimalloc's own `reserved`
 /// statistic leaves out (it counts memory the program hands it as the program's).
 pub(crate) fn reserved() -> usize {
-    #[cfg(all(mimalloc_adaptive_thp, not(miri)))]
-    return arena::reserved();
-    #[cfg(not(all(mimalloc_adaptive_thp, not(miri))))]
+    #[cfg(mimalloc_adaptive_thp)]
+    return reserved::reserved();
+    #[cfg(not(mimalloc_adaptive_thp))]
     0
 }

@@ -22,25 +22,33 @@
 //!
 //! [`PURGE_FROM`]: super::settings::PURGE_FROM
 
-use super::process;
+use super::io::{committed, say};
+use super::state::states;
+use super::state::BackgroundPurge;
 use crate::options::OptionValue;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use mimalloc_sys as ffi;
 
-/// Not started: starts once the heap reaches `PURGE_FROM`.
-const WAITING: u8 = 0;
-/// Being created, by the one caller that moved it here.
-const STARTING: u8 = 1;
-/// Running.
-const RUNNING: u8 = 2;
-/// Turned off (by the environment or the API); a running thread is stopped first.
-const OFF: u8 = 3;
-/// `pthread_create` failed (no threads left, a sandbox that forbids them): not tried again.
-const REFUSED: u8 = 4;
+states! {
+    /// Where the background purge stands.
+    enum Phase in AtomicPhase {
+        /// Not started: starts once the heap reaches `PURGE_FROM`.
+        Waiting,
+        /// Being created, by the one caller that moved it here.
+        Starting,
+        /// Running.
+        Running,
+        /// Turned off (by the environment or the API); a running thread is stopped first.
+        Off,
+        /// `pthread_create` failed (no threads left, a sandbox that forbids them): not tried
+        /// again.
+        Refused,
+    }
+}
 
-static STATE: AtomicU8 = AtomicU8::new(OFF);
+static PHASE: AtomicPhase = AtomicPhase::new(Phase::Off);
 /// The futex the thread sleeps on: raised to wake it for good.
 static STOP: AtomicU32 = AtomicU32::new(0);
 /// The running thread, to join.
@@ -53,18 +61,6 @@ struct Lock(UnsafeCell<libc::pthread_mutex_t>);
 unsafe impl Sync for Lock {}
 static WORK: Lock = Lock(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
 
-/// Where the background purge stands.
-pub(crate) enum State {
-    /// Waits for the heap to reach `PURGE_FROM` bytes.
-    Waiting,
-    /// The thread runs.
-    Running,
-    /// Turned off.
-    Off,
-    /// The OS refused a thread.
-    Refused,
-}
-
 /// Sets the state when the program loads, and prepares `fork` for the thread.
 pub(crate) fn load(on: bool) {
     // SAFETY: the handlers are `extern "C"` functions that stay valid as long as this code is
@@ -73,22 +69,23 @@ pub(crate) fn load(on: bool) {
     // registered (registered handlers of an unloaded library are a glibc matter: it drops
     // them at `dlclose`).
     unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(in_child)) };
-    STATE.store(if on { WAITING } else { OFF }, Ordering::Relaxed);
+    let phase = if on { Phase::Waiting } else { Phase::Off };
+    PHASE.store(phase, Ordering::Relaxed);
 }
 
 /// Where the background purge stands now.
-pub(crate) fn state() -> State {
-    match STATE.load(Ordering::Relaxed) {
-        WAITING | STARTING => State::Waiting,
-        RUNNING => State::Running,
-        REFUSED => State::Refused,
-        _ => State::Off,
+pub(crate) fn state() -> BackgroundPurge {
+    match PHASE.load(Ordering::Relaxed) {
+        Phase::Waiting | Phase::Starting => BackgroundPurge::Waiting,
+        Phase::Running => BackgroundPurge::Running,
+        Phase::Off => BackgroundPurge::Off,
+        Phase::Refused => BackgroundPurge::Refused,
     }
 }
 
 /// Called as the heap grows, with the bytes committed: starts the thread at `PURGE_FROM`.
 pub(crate) fn poll(committed: usize) {
-    if STATE.load(Ordering::Relaxed) == WAITING && committed >= super::settings::PURGE_FROM {
+    if PHASE.load(Ordering::Relaxed) == Phase::Waiting && committed >= super::settings::PURGE_FROM {
         start();
     }
 }
@@ -96,42 +93,36 @@ pub(crate) fn poll(committed: usize) {
 /// Turns the background purge on (it starts at the next poll) or off (stopping the thread).
 pub(crate) fn set(on: bool) {
     if on {
-        let _ = STATE.compare_exchange(OFF, WAITING, Ordering::Relaxed, Ordering::Relaxed);
-        poll(process::committed());
+        PHASE.move_from(Phase::Off, Phase::Waiting, Ordering::Relaxed);
+        poll(committed());
     } else {
-        stop(OFF);
+        stop();
     }
 }
 
 fn start() {
-    if STATE
-        .compare_exchange(WAITING, STARTING, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+    if !PHASE.move_from(Phase::Waiting, Phase::Starting, Ordering::Acquire) {
         return;
     }
     STOP.store(0, Ordering::Relaxed);
     let thread = match spawn() {
         Ok(thread) => thread,
         Err(error) => {
-            let _ = STATE.compare_exchange(STARTING, REFUSED, Ordering::Relaxed, Ordering::Relaxed);
-            process::say(
+            PHASE.move_from(Phase::Starting, Phase::Refused, Ordering::Relaxed);
+            say(
                 true,
                 format_args!("no thread for the background purge (pthread_create: error {error})"),
             );
             return;
         }
     };
-    process::say(
+    say(
         false,
         format_args!("background purge every {} ms", period_ms()),
     );
     THREAD.store(thread as usize, Ordering::Relaxed);
     // Turned off (or unloaded) while it was being created: this caller stops it.
-    if STATE
-        .compare_exchange(STARTING, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
-        .is_err()
-    {
+    if !PHASE.move_from(Phase::Starting, Phase::Running, Ordering::AcqRel) {
         halt();
     }
 }
@@ -231,21 +222,19 @@ fn stop_word() -> *const u32 {
     (&STOP as *const AtomicU32).cast::<u32>()
 }
 
-/// Stops a running thread and waits for it, leaving the state `then`.
-fn stop(then: u8) {
-    let before = STATE.swap(then, Ordering::AcqRel);
-    if before != RUNNING {
-        return;
+/// Turns the purge off, stopping a running thread and waiting for it.
+fn stop() {
+    if PHASE.swap(Phase::Off, Ordering::AcqRel) == Phase::Running {
+        halt();
     }
-    halt();
 }
 
 /// Wakes the thread for good and joins it.
 fn halt() {
     STOP.store(1, Ordering::Release);
     // SAFETY: wakes every waiter of a static word; `THREAD` is the thread that `start` made
-    // and nobody joined yet (only the caller that moved the state away from RUNNING, or from
-    // STARTING after creating it, gets here).
+    // and nobody joined yet (only the caller that moved the phase away from `Running`, or from
+    // `Starting` after creating it, gets here).
     unsafe {
         libc::syscall(
             libc::SYS_futex,
@@ -263,7 +252,7 @@ fn halt() {
 /// When the program exits or the library is unloaded: the thread must be gone before mimalloc
 /// shuts down, or before its code is unmapped.
 pub(crate) fn unload() {
-    stop(OFF);
+    stop();
 }
 
 extern "C" fn before_fork() {
@@ -280,6 +269,40 @@ extern "C" fn in_child() {
     // SAFETY: the child's only thread locked it in `before_fork`, before the copy.
     unsafe { libc::pthread_mutex_unlock(WORK.0.get()) };
     // The thread was not copied: the child starts its own once it allocates as a program.
-    let _ = STATE.compare_exchange(RUNNING, WAITING, Ordering::Relaxed, Ordering::Relaxed);
-    let _ = STATE.compare_exchange(STARTING, WAITING, Ordering::Relaxed, Ordering::Relaxed);
+    for copied in [Phase::Running, Phase::Starting] {
+        PHASE.move_from(copied, Phase::Waiting, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{after_fork, before_fork, in_child, set, WORK};
+
+    /// Whether another attempt to take the purge lock finds it held.
+    fn held() -> bool {
+        // SAFETY: the lock is initialized statically; a successful attempt is undone at once.
+        unsafe {
+            if libc::pthread_mutex_trylock(WORK.0.get()) == 0 {
+                libc::pthread_mutex_unlock(WORK.0.get());
+                false
+            } else {
+                true
+            }
+        }
+    }
+
+    /// A fork waits for a purge in flight by taking the lock the thread holds around each
+    /// purge, and both the parent and the child give it back.
+    #[test]
+    fn a_fork_holds_the_purge_lock_until_it_is_done() {
+        // No thread of this test process's own: `in_child` would take it for a copied one.
+        set(false);
+        before_fork();
+        assert!(held(), "before the copy");
+        after_fork();
+        assert!(!held(), "in the parent after it");
+        before_fork();
+        in_child();
+        assert!(!held(), "in the child");
+    }
 }

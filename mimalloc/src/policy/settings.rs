@@ -10,14 +10,11 @@
 //! must not pass unnoticed.
 
 // Builds without the policy read no environment, but keep the parsers' tests.
-#![cfg_attr(
-    not(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri))),
-    allow(dead_code)
-)]
+#![cfg_attr(not(mimalloc_policy), allow(dead_code))]
 
 /// The committed memory from which the heap's memory gets transparent huge pages: below it a
 /// heap faults in 4 KiB pages and stays as small as it needs to be; above it the faults it
-/// saves pay for the memory a huge page may hold unused (BENCHMARKS.md, "The memory policy").
+/// saves pay for the memory a huge page may hold unused (BENCHMARKS.md#the-memory-policy).
 pub const HUGE_PAGES_FROM: usize = 16 << 20;
 
 /// The committed memory from which the background purge starts its thread: a program that never
@@ -44,7 +41,7 @@ impl Default for Settings {
 
 impl Settings {
     /// The defaults, changed by the environment where it says so.
-    #[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+    #[cfg(mimalloc_policy)]
     pub(crate) fn from_environment() -> Settings {
         let mut settings = Settings::default();
         if let Some(text) = variable(b"MIMALLOC_HUGE_PAGES_FROM\0") {
@@ -64,7 +61,7 @@ impl Settings {
 }
 
 /// The value of the environment variable `name` (NUL-terminated), if it is set.
-#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+#[cfg(mimalloc_policy)]
 fn variable(name: &'static [u8]) -> Option<&'static [u8]> {
     debug_assert_eq!(name.last(), Some(&0));
     // SAFETY: `name` is NUL-terminated; `getenv` returns null or a NUL-terminated string that
@@ -76,10 +73,10 @@ fn variable(name: &'static [u8]) -> Option<&'static [u8]> {
 }
 
 /// Says on stderr that `name=text` is ignored, and what it should have been.
-#[cfg(all(any(mimalloc_adaptive_thp, mimalloc_background_purge), not(miri)))]
+#[cfg(mimalloc_policy)]
 fn reject(name: &str, text: &[u8], wanted: &str) {
     let text = core::str::from_utf8(text).unwrap_or("(not UTF-8)");
-    super::process::say(true, format_args!("ignoring {name}={text}: not {wanted}"));
+    super::io::say(true, format_args!("ignoring {name}={text}: not {wanted}"));
 }
 
 /// A size as mimalloc's options write it: a number of bytes with an optional unit (`k`, `KiB`,

@@ -4,7 +4,8 @@
 //! intervals), and the last one when it shuts down. This module completes them as
 //! [`Profiler`]'s are completed (and symbolized, see [`symbolizes`]), once mimalloc has written
 //! the last: a finalizer of priority 100, which runs after mimalloc's own (101), at exit or when
-//! the library that holds this crate is unloaded.
+//! the library that holds this crate is unloaded. `crate::startup` reads the variable at load,
+//! after the memory policy.
 //!
 //! The files are found as mimalloc names them: the variable is read as mimalloc reads it (any
 //! case, under 1024 bytes, ignored by setuid and setgid programs; an extension of the file name
@@ -29,12 +30,6 @@ const VALUE_BUFFER: usize = 1024;
 /// systems keep modification times coarser than the clock (FAT's 2 seconds at worst).
 const CLOCK_SLACK: Duration = Duration::from_secs(2);
 
-/// Priority 103: after the memory policy's initializer (102, `policy/load.rs`), which reserves
-/// the first arena before anything allocates; reading the environment allocates.
-#[used]
-#[link_section = ".init_array.00103"]
-static LOAD: extern "C" fn() = load;
-
 #[used]
 #[link_section = ".fini_array.00100"]
 static COMPLETE: extern "C" fn() = complete;
@@ -52,7 +47,8 @@ struct Snapshots {
     since: SystemTime,
 }
 
-extern "C" fn load() {
+/// When the program loads, after the memory policy: reads `MIMALLOC_PROFILE`.
+pub(crate) fn load() {
     if elevated() {
         return;
     }

@@ -2,7 +2,7 @@
 
 mod complete;
 #[cfg(target_os = "linux")]
-mod environment;
+pub(crate) mod environment;
 mod images;
 mod symbolize;
 mod wire;
@@ -144,7 +144,7 @@ impl ProfilerOptions {
     /// the program has it (with files, lines and inlined frames: `debug = "line-tables-only"`
     /// is enough), else from the symbol table. Sampling pauses while a snapshot is resolved,
     /// and the parsed debug information is let go afterwards; what it costs is in
-    /// BENCHMARKS.md, "Heap profiling".
+    /// BENCHMARKS.md#heap-profiling.
     ///
     /// ```
     /// use mimalloc::profile::{Format, Profiler};
@@ -192,7 +192,7 @@ impl ProfilerOptions {
 /// as pprof tools do for Go and gperftools heap profiles.
 ///
 /// # Costs
-/// Measured in BENCHMARKS.md, "Heap profiling":
+/// Measured in BENCHMARKS.md#heap-profiling:
 /// - Stopped (no `Profiler`): 0.1 instruction per allocate+free pair against a build with the
 ///   profiler compiled out. mimalloc counts down requested bytes on its slow path in every
 ///   build.

@@ -15,7 +15,7 @@
 //! the next arena is reserved (as large as all before it together, so that a large heap takes a
 //! few), before mimalloc would reserve one of its own that the policy would not know.
 
-use super::process;
+use super::io::say;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use mimalloc_sys as ffi;
@@ -72,7 +72,7 @@ pub(crate) fn reserve_first(backing: Backing) -> bool {
             || ffi::mi_option_is_enabled(ffi::mi_option_disallow_os_alloc)
     };
     if reserved_by_mimalloc {
-        process::say(
+        say(
             false,
             format_args!("the heap is in the memory mimalloc reserved at start-up"),
         );
@@ -138,7 +138,7 @@ fn add(size: usize, backing: Backing) -> bool {
     let start = match map_aligned(size) {
         Some(start) => start,
         None => {
-            process::say(
+            say(
                 true,
                 format_args!("cannot map {} MiB for the heap", size >> 20),
             );
@@ -167,13 +167,13 @@ fn add(size: usize, backing: Backing) -> bool {
     if !taken {
         // SAFETY: the mapping is this module's and mimalloc refused it, so nothing uses it.
         unsafe { libc::munmap(start as *mut c_void, size) };
-        process::say(
+        say(
             true,
             format_args!("mimalloc refused {} MiB for the heap", size >> 20),
         );
         return false;
     }
-    process::say(
+    say(
         false,
         format_args!(
             "heap arena {} of {} MiB at {start:#x} ({backing:?} pages)",

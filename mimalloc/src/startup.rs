@@ -1,0 +1,19 @@
+//! What the crate runs when the program (or the library that holds this crate) is loaded, in
+//! the one order it needs: the memory policy first, which reserves the heap's first arena before
+//! anything allocates, then the heap profile's environment, whose reading allocates.
+//!
+//! An ELF initializer entry of priority 102: after mimalloc's own initializer (101), which reads
+//! its options, and before any default-priority constructor of the program could allocate.
+//! Each part's shut-down is a finalizer next to its code (`policy/load.rs`,
+//! `profile/environment.rs`), ordered around mimalloc's by its priority there.
+
+#[used]
+#[link_section = ".init_array.00102"]
+static LOAD: extern "C" fn() = load;
+
+extern "C" fn load() {
+    #[cfg(mimalloc_policy)]
+    crate::policy::load();
+    #[cfg(all(feature = "profile", not(feature = "v2"), target_os = "linux"))]
+    crate::profile::environment::load();
+}
