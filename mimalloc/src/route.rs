@@ -9,9 +9,10 @@
 //! not it on them. The paths are `#[inline(always)]`, so each caller compiles to the same few
 //! instructions it would have if written by hand; only the rare move of a resized block into a
 //! small page, off the hot path, is a function of its own. The paths for blocks above mimalloc's
-//! small size go through the memory policy (`policy::large`): a block of 2 MiB or more may
-//! switch the heap to huge pages first, and is advised for them after if it lies outside the
-//! heap's advised memory; the small paths never reach it.
+//! small size go through the memory policy (`policy::large`): blocks of more than 64 KiB let it
+//! look at the heap as it grows, a block of 2 MiB or more may switch the heap to huge pages
+//! first, and is advised for them after if it lies outside the heap's advised memory; the small
+//! paths never reach it.
 //!
 //! What the routing depends on in the C build is decided by mimalloc-sys's build plan and read
 //! here as the cfgs it publishes, never re-derived from feature names or target facts: guard

@@ -341,7 +341,7 @@ fn child_the_default_thresholds_hold() {
     drop((block, large, next));
 }
 
-/// Blocks under 2 MiB do not make the policy look (their path stays one compare and
+/// Blocks of 64 KiB or less do not make the policy look (their path stays one compare and
 /// mimalloc's call): a heap grown past the threshold by them alone, in fewer slow-path
 /// allocations than mimalloc's heartbeat waits for, stays in 4 KiB pages until a block of 2 MiB
 /// comes, which switches it.
@@ -350,21 +350,50 @@ fn child_the_default_thresholds_hold() {
     not(mimalloc_adaptive_thp),
     ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
 )]
-fn child_only_large_blocks_make_the_policy_look() {
-    const TEST: &str = "child_only_large_blocks_make_the_policy_look";
+fn child_blocks_of_64_kib_or_less_do_not_make_the_policy_look() {
+    const TEST: &str = "child_blocks_of_64_kib_or_less_do_not_make_the_policy_look";
     if !is_child() {
         in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
         return;
     }
     let small = HugePages::Small { from: 8 * MIB };
     assert_eq!(policy::huge_pages(), small);
-    let blocks: Vec<Vec<u8>> = (0..24).map(|_| vec![1u8; 512 << 10]).collect();
+    let blocks: Vec<Vec<u8>> = (0..256).map(|_| vec![1u8; 48 << 10]).collect();
     let committed = mimalloc::stats::read().committed.current;
     assert!(committed >= 12 * MIB as i64, "{committed}");
     assert_eq!(policy::huge_pages(), small);
     let large = mimalloc_tests::keep(vec![1u8; 2 * MIB]);
     assert_eq!(policy::huge_pages(), HugePages::Huge);
     drop((blocks, large));
+}
+
+/// Blocks of more than 64 KiB (and under 2 MiB) make the policy look once every 4 MiB of them: a heap grown by
+/// them switches within a few MiB of the threshold, where mimalloc's heartbeat (a thousand of
+/// its slow paths, one per such block) would wait for a quarter of a GiB.
+#[test]
+#[cfg_attr(
+    not(mimalloc_adaptive_thp),
+    ignore = "this build leaves huge pages to mimalloc (the policy switches them with mimalloc 3 on 64-bit Linux)"
+)]
+fn child_blocks_of_more_than_64_kib_make_the_policy_look() {
+    const TEST: &str = "child_blocks_of_more_than_64_kib_make_the_policy_look";
+    if !is_child() {
+        in_child(TEST, &[("MIMALLOC_HUGE_PAGES_FROM", "8MiB")]);
+        return;
+    }
+    let committed = || mimalloc::stats::read().committed.current as usize;
+    let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(1024);
+    while policy::huge_pages() != HugePages::Huge && blocks.len() < 1024 {
+        blocks.push(vec![1u8; 256 << 10]);
+    }
+    let at_switch = committed();
+    assert_eq!(
+        policy::huge_pages(),
+        HugePages::Huge,
+        "at {at_switch} bytes"
+    );
+    // 8 MiB, the 4 MiB between looks, and each block's page rounded up to mimalloc's slices.
+    assert!(at_switch <= 16 * MIB, "switched at {at_switch} bytes");
 }
 
 /// Small blocks alone make the heap switch and the purge start: mimalloc's heartbeat (every

@@ -146,7 +146,7 @@ fn child_memory_mimalloc_reserved_holds_the_heap() {
 
 /// The policy's arenas belong to no NUMA node: on a machine of several nodes (as mimalloc
 /// counts them with `MIMALLOC_USE_NUMA_NODES=2`), once mimalloc has reserved an arena of its
-/// own beside them (here: blocks under 2 MiB, which do not make the policy look, past the first
+/// own beside them (here: blocks of 64 KiB or less, which do not make the policy look, past the first
 /// arena), the heap's next block still comes from the policy's first arena, as a thread's
 /// search starts there, in 4 KiB pages (`nh`) for a heap that never switches.
 #[test]
@@ -169,17 +169,20 @@ fn child_the_policys_arenas_belong_to_no_numa_node() {
         return;
     }
     let before = reserved();
-    let blocks: Vec<Vec<u8>> = (0..96).map(|_| vec![1u8; 512 << 10]).collect();
+    // A hole in the first arena, left once the heap has outgrown it.
+    let hole = vec![1u8; 512 << 10];
+    let blocks: Vec<Vec<u8>> = (0..720).map(|_| vec![1u8; 48 << 10]).collect();
     assert!(reserved() > before, "mimalloc reserved no arena of its own");
-    drop(blocks);
+    drop(hole);
     let block = keep(vec![1u8; 512 << 10]);
     let flags = vm_flags(block.as_ptr() as usize);
     assert!(has_flag(&flags, "nh"), "{flags:?}");
+    drop(blocks);
 }
 
 /// A block of 2 MiB or more outside the policy's arenas is advised for huge pages itself, in a
 /// heap that has them: here one in the arena mimalloc reserved of its own once blocks under
-/// 2 MiB (which do not make the policy look) had filled the policy's first arena.
+/// 64 KiB or less (which do not make the policy look) had filled the policy's first arena.
 #[test]
 #[cfg_attr(
     not(mimalloc_adaptive_thp),
@@ -214,7 +217,7 @@ fn child_a_large_block_outside_the_policys_arenas_is_advised() {
         return;
     }
     let before = reserved();
-    let blocks: Vec<Vec<u8>> = (0..96).map(|_| vec![1u8; 512 << 10]).collect();
+    let blocks: Vec<Vec<u8>> = (0..1024).map(|_| vec![1u8; 48 << 10]).collect();
     assert!(reserved() > before, "mimalloc reserved no arena of its own");
     let large: Vec<u8> = Vec::with_capacity(8 * MIB);
     let start = large.as_ptr() as usize;

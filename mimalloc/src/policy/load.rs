@@ -7,14 +7,17 @@
 //! run in reverse order), so the thread is gone before mimalloc shuts down.
 //!
 //! The heartbeat is mimalloc's deferred-free hook (`mi_register_deferred_free`), which mimalloc
-//! calls every 1000 allocations that take its slow path, per thread: a small program never
-//! gets there, a growing heap does every few MiB. A program that registers a hook of its own
-//! through `mimalloc-sys` replaces it (mimalloc keeps one), and with it the policy's polls but
-//! for the large path's.
+//! calls every 1000 allocations that take its slow path, per thread (blocks of 1 KiB or less
+//! take it once a page; larger ones every time): a small program never gets there, a heap
+//! growing in blocks of up to 64 KiB does every 64 MiB at most. In larger blocks a thousand
+//! can be hundreds of MiB: the large path looks for itself ([`before_block`]). A program that
+//! registers a hook of its own through `mimalloc-sys` replaces the heartbeat (mimalloc keeps
+//! one), and with it the policy's looks but for the large path's.
 
 use super::io::committed;
 use super::settings::Settings;
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use mimalloc_sys as ffi;
 
 #[cfg(mimalloc_adaptive_thp)]
@@ -60,10 +63,37 @@ fn poll(committed: usize) {
     let _ = committed;
 }
 
-/// The large path's poll, for blocks of 2 MiB or more (`super::large`), which a small heap
-/// rarely takes and which grow a heap by as much as the heartbeat's thousand allocations; one
-/// `getrusage`, next to the page faults of at least 2 MiB.
-pub(crate) fn before_large(size: usize) {
+/// The large path's poll, for blocks of more than 64 KiB (`super::large`): every block of 2 MiB
+/// or more, which may take the heap past a threshold by itself, and otherwise once every
+/// [`LOOK_EVERY`] bytes requested, so that a heap grown by such blocks is seen within a few MiB
+/// of any threshold rather than at mimalloc's next heartbeat. One `getrusage` a look.
+pub(crate) fn before_block(size: usize) {
+    if size >= LARGE_BLOCK {
+        before_large(size);
+    } else if REQUESTED.fetch_add(size, Ordering::Relaxed) + size >= LOOK_EVERY {
+        // Threads that pass the mark together each look once; a block counted between one
+        // thread's add and its reset is lost, which delays the next look by that block.
+        REQUESTED.store(0, Ordering::Relaxed);
+        poll(committed());
+    }
+}
+
+/// The size from which the policy looks at every block: a huge page.
+const LARGE_BLOCK: usize = 2 << 20;
+
+/// The bytes requested in blocks of more than 64 KiB and less than 2 MiB between two looks of
+/// the large path: a quarter of the default thresholds ([`super::HUGE_PAGES_FROM`],
+/// [`super::PURGE_FROM`]), so the heap passes them by little; and 64 blocks at least, so that a
+/// program that allocates and frees such a block in a loop pays one `getrusage` (about a
+/// microsecond) per 64 of mimalloc's slow paths.
+const LOOK_EVERY: usize = 4 << 20;
+
+/// Bytes requested in blocks of more than 64 KiB and less than 2 MiB since the large path last
+/// looked.
+static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Blocks of 2 MiB or more: the policy looks at each, with the block counted in.
+fn before_large(size: usize) {
     let committed = committed();
     #[cfg(mimalloc_adaptive_thp)]
     huge::before_large(size, committed);

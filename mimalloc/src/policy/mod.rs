@@ -113,18 +113,27 @@ pub fn set_background_purge(on: bool) -> BackgroundPurge {
 /// Whether this build has anything for the policy to do around a large block.
 const AROUND_LARGE: bool = cfg!(mimalloc_policy);
 
-/// The size from which a block meets the policy: a huge page.
-const LARGE_BLOCK: usize = 2 << 20;
+/// The size above which a block meets the policy: 64 KiB, mimalloc 3's largest medium block
+/// (as this crate builds it, `MI_ENABLE_LARGE_PAGES=0`). A larger block gets a page of its own,
+/// carved from the arena on mimalloc's slow path (about 5,000 instructions a pair), beside
+/// which the policy's few dozen are under 1%; a medium block shares a page with seven or more
+/// and costs about 330, which the policy would raise by an eighth (measured:
+/// BENCHMARKS.md#the-policys-looks). mimalloc's heartbeat (`load.rs`) comes every thousand
+/// allocations of more than 1 KiB: 64 MiB of growth at most in medium blocks, hundreds of MiB
+/// in blocks of their own, which the policy therefore counts itself.
+const MEDIUM_MAX: usize = 64 << 10;
 
 /// A block of `size` bytes served by `serve`, one of the routing core's paths for blocks above
-/// mimalloc's small size. A block of 2 MiB or more meets the policy: before it is served it may
-/// switch the heap to huge pages (so that it is born in them) or start the background purge;
-/// after, if it lies outside the heap's advised memory, it is advised for huge pages itself.
-/// That part is out of line, so a smaller block's path stays one compare and mimalloc's call,
-/// and the small paths, which never come here, keep the registers they had.
+/// mimalloc's small size. A block of more than 64 KiB meets the policy: before it is served the
+/// policy looks at the heap once every few MiB of such blocks (`load::before_block`), and at
+/// every block of 2 MiB or more, which may switch the heap to huge pages first (so that it is
+/// born in them); after, a block of 2 MiB or more that lies outside the heap's advised memory
+/// is advised for huge pages itself. That part is out of line, so a smaller block's path stays
+/// one compare and mimalloc's call, and the small paths, which never come here, keep the
+/// registers they had.
 #[inline(always)]
 pub(crate) fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
-    if AROUND_LARGE && size >= LARGE_BLOCK {
+    if AROUND_LARGE && size > MEDIUM_MAX {
         around_large(size, serve)
     } else {
         serve()
@@ -134,7 +143,7 @@ pub(crate) fn large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_
 #[inline(never)]
 fn around_large(size: usize, serve: impl FnOnce() -> *mut c_void) -> *mut c_void {
     #[cfg(mimalloc_policy)]
-    load::before_large(size);
+    load::before_block(size);
     let block = serve();
     #[cfg(mimalloc_adaptive_thp)]
     huge::after_large(block.cast(), size);
