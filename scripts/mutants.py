@@ -307,8 +307,17 @@ def run_group(group, only=None):
     return counts
 
 
+def require_cargo_mutants():
+    """Stops with what to install when cargo-mutants is missing, rather than with a traceback
+    from its first call."""
+    if shutil.which("cargo-mutants") is None:
+        sys.exit("mutants: cargo-mutants is not installed: `bash .ci/run lane mutants` installs"
+                 " the version the lane uses (.ci/lanes.sh)")
+
+
 def check_diff(given_base, most):
     """The check by diff: the mutants on the lines of code the change touches, in each group."""
+    require_cargo_mutants()
     since, why = changed_lines.base(ROOT, given_base)
     changed = changed_lines.changed_files(ROOT, since)
     print(f"mutants: the change since {since[:12]} ({why}): {len(changed)} files changed")
@@ -367,6 +376,7 @@ def on_changed_lines(group, changed, since):
 
 
 def record_groups(names):
+    require_cargo_mutants()
     groups, failed = load_groups(), []
     # What the sweep ran on: the tree changes as it writes the record.
     commit = changed_lines.git(ROOT, "describe", "--always", "--dirty", "--abbrev=12")
@@ -556,7 +566,12 @@ def self_test(quick):
         ["default", "v2+debug", "i686-unknown-linux-gnu"]
     assert regex_escape("a.rs:1:2: replace && with || in f -> (u8)") == \
         "a\\.rs:1:2: replace && with \\|\\| in f -> \\(u8\\)"
-    print("mutants.py self-test: the counts, the builds and the names passed")
+    without_tools = dict(os.environ, PATH=os.pathsep.join(["/usr/bin", "/bin"]))
+    out = subprocess.run([sys.executable, __file__, "diff"], cwd=ROOT, env=without_tools,
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "cargo-mutants is not installed" in out.stderr, out
+    print("mutants.py self-test: the counts, the builds, the names and a missing cargo-mutants"
+          " passed")
     if not quick:
         self_test_diff()
 
