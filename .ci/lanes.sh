@@ -27,6 +27,9 @@ lane_clippy() { # every target, default and v2; no import circle in any crate, t
   # export (scripts/check-profile-readers.sh) with its own.
   cargo clippy -p mimalloc-regorus --all-targets --quiet --features allocator-memory-limits -- -D warnings
   cargo clippy -p mimalloc-test-plugin --all-targets --quiet --features profile -- -D warnings
+  # The independent benchmark's workloads: a crate of their own, outside the workspace.
+  (cd independent/workloads && CARGO_TARGET_DIR=../../target/independent/clippy \
+    cargo clippy --all-targets --quiet -- -D warnings)
 }
 
 lane_docs() { # rustdoc with warnings denied; the docs name every feature, and only files that exist

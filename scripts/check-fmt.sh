@@ -14,7 +14,7 @@ not_formatted='^mimalloc-sys/src/bindings/v[23]\.rs$'
 reached=$(mktemp)
 status=0
 for workspace in . fuzz examples/product bench/peer bench/peer-safe tests/registry-compat/mimalloc-user \
-  tests/registry-compat/mimalloc-safe-user; do
+  tests/registry-compat/mimalloc-safe-user independent/workloads; do
   if ! (cd "$workspace" && cargo fmt --all -- --check -v) >"$reached.log" 2>&1; then
     grep -v '^Formatting \|^Spent ' "$reached.log" | head -60
     echo "formatting: cargo fmt --check failed in $workspace (above); run cargo fmt there" >&2
