@@ -367,9 +367,9 @@ fn child_blocks_of_64_kib_or_less_do_not_make_the_policy_look() {
     drop((blocks, large));
 }
 
-/// Blocks of more than 64 KiB (and under 2 MiB) make the policy look once every 4 MiB of them: a heap grown by
-/// them switches within a few MiB of the threshold, where mimalloc's heartbeat (a thousand of
-/// its slow paths, one per such block) would wait for a quarter of a GiB.
+/// Blocks of more than 64 KiB (and under 2 MiB) make the policy look once every 4 MiB of them:
+/// a heap grown by them switches within a few MiB of the threshold, where mimalloc's heartbeat
+/// (a thousand of its slow paths, one per such block) would wait for a quarter of a GiB.
 #[test]
 #[cfg_attr(
     not(mimalloc_adaptive_thp),

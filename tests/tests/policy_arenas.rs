@@ -146,8 +146,8 @@ fn child_memory_mimalloc_reserved_holds_the_heap() {
 
 /// The policy's arenas belong to no NUMA node: on a machine of several nodes (as mimalloc
 /// counts them with `MIMALLOC_USE_NUMA_NODES=2`), once mimalloc has reserved an arena of its
-/// own beside them (here: blocks of 64 KiB or less, which do not make the policy look, past the first
-/// arena), the heap's next block still comes from the policy's first arena, as a thread's
+/// own beside them (here: blocks of 64 KiB or less, which do not make the policy look, past the
+/// first arena), the heap's next block still comes from the policy's first arena, as a thread's
 /// search starts there, in 4 KiB pages (`nh`) for a heap that never switches.
 #[test]
 #[cfg_attr(

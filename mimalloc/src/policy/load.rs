@@ -83,9 +83,9 @@ const LARGE_BLOCK: usize = 2 << 20;
 
 /// The bytes requested in blocks of more than 64 KiB and less than 2 MiB between two looks of
 /// the large path: a quarter of the default thresholds ([`super::HUGE_PAGES_FROM`],
-/// [`super::PURGE_FROM`]), so the heap passes them by little; and 64 blocks at least, so that a
-/// program that allocates and frees such a block in a loop pays one `getrusage` (about a
-/// microsecond) per 64 of mimalloc's slow paths.
+/// [`super::PURGE_FROM`]), so the heap passes them by little; and a program that allocates and
+/// frees such a block in a loop pays one `getrusage` (about a microsecond) per 4 MiB of them,
+/// at most one per 63 of mimalloc's slow paths (the smallest such blocks).
 const LOOK_EVERY: usize = 4 << 20;
 
 /// Bytes requested in blocks of more than 64 KiB and less than 2 MiB since the large path last
