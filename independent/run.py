@@ -622,7 +622,7 @@ def memory_settings() -> str:
     """The kernel's settings that decide what a page fault costs here: the transparent huge page
     modes, and, in a VM that reports freed memory to its host (free page reporting), how soon it
     does: memory reported is backed again by the host on its next touch, several times the cost
-    of a fault (see README.md, "Known limits")."""
+    of a fault (README.md#known-limits)."""
 
     def read(path: str) -> str | None:
         try:
