@@ -618,6 +618,33 @@ def unique_bases(allocs: list[Allocator]) -> list[Allocator]:
     return bases
 
 
+def memory_settings() -> str:
+    """The kernel's settings that decide what a page fault costs here: the transparent huge page
+    modes, and, in a VM that reports freed memory to its host (free page reporting), how soon it
+    does: memory reported is backed again by the host on its next touch, several times the cost
+    of a fault (README.md#known-limits)."""
+
+    def read(path: str) -> str | None:
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            return None
+
+    thp = "/sys/kernel/mm/transparent_hugepage"
+    parts = [
+        f"kernel {os.uname().release}",
+        f"transparent huge pages {read(thp + '/enabled') or 'not present'}, "
+        f"defrag {read(thp + '/defrag') or 'not present'}",
+    ]
+    reporting = "/sys/module/page_reporting/parameters"
+    order, delay = read(reporting + "/page_reporting_order"), read(reporting + "/min_free_ms")
+    if order is None:
+        parts.append("no free page reporting")
+    else:
+        parts.append(f"free page reporting from order {order}, min_free_ms {delay or 'not present'}")
+    return "; ".join(parts)
+
+
 def report_header(args, allocs: list[Allocator], shapes: list[str]) -> list[str]:
     """The report's opening lines: when, where, what was run, and what each allocator's binary is."""
     header = [
@@ -626,6 +653,7 @@ def report_header(args, allocs: list[Allocator], shapes: list[str]) -> list[str]
         f"- date: {dt.datetime.now().isoformat(timespec='seconds')}; host: {os.uname().nodename}, "
         f"{os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}",
         f"- rounds: {args.rounds}; shuffle seed: {args.seed}; shapes: {', '.join(shapes)}",
+        f"- memory: {memory_settings()}",
     ]
     for a in allocs:
         info_file = BIN / f"{a.base}.info"
