@@ -203,9 +203,13 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
 }
 
 /// A default build of mimalloc 3 follows an address of the program's static data into its page
-/// map: on 64-bit Linux the map has no part for that range, and reading it faults. Elsewhere the
-/// unchecked lookup reads what lies at the address rounded down (the page meta data's alignment,
-/// or a page map entry), which depends on where the OS put the program.
+/// map: on 64-bit Linux the map has, almost always, no part for that range, and reading it
+/// faults. Almost: once (a CI run of 2026-12-06; none in 2,300 runs here since) the range had a
+/// part, and mimalloc read page meta data there, said `corrupted thread-free list` and went on.
+/// What holds in every run is that the foreign free does not pass silently: the child dies, or
+/// mimalloc reports an error. Elsewhere the unchecked lookup reads what lies at the address
+/// rounded down (the page meta data's alignment, or a page map entry), which depends on where the
+/// OS put the program.
 #[cfg(not(any(feature = "v2", feature = "secure", feature = "debug")))]
 #[test]
 #[cfg_attr(
@@ -220,8 +224,8 @@ fn child_free_of_a_pointer_mimalloc_never_returned_crashes_a_default_build() {
     let run = child("child_free_of_a_pointer_mimalloc_never_returned_crashes_a_default_build");
     assert!(!run.hung(), "the child hung");
     assert!(
-        !survived(&run),
-        "a default build survived a foreign free on Linux"
+        !survived(&run) || run.stderr.contains("mimalloc: error:"),
+        "a default build survived a foreign free on Linux without a word: {run:?}"
     );
 }
 
