@@ -114,24 +114,25 @@ fn zeroed_fake_segment() -> *mut u8 {
 /// to the program's code, far below the mappings the kernel hands out (where mimalloc's arenas
 /// and the test threads' stacks are, close enough together that mimalloc's page map may have a
 /// part for a stack). Where the outcome must not depend on the layout (64-bit Linux), the free
-/// takes [`unmapped_meta_address`] instead.
+/// takes [`foreign_address`] instead.
 static STATIC_DATA: StaticData = StaticData(std::cell::UnsafeCell::new([0; 16]));
 
 struct StaticData(std::cell::UnsafeCell<[u64; 16]>);
 // SAFETY: only the child's test thread touches it, through the misuse below.
 unsafe impl Sync for StaticData {}
 
-/// An address whose 256 MiB block has nothing mapped at its start, on 64-bit Linux. A default
-/// build of mimalloc 3 finds a block's page meta data by rounding its address down to 256 MiB
+/// The address mimalloc 3's builds free as foreign (but AddressSanitizer's, below) on 64-bit
+/// Linux: one whose 256 MiB block has nothing mapped at its start. A default build of mimalloc 3
+/// finds a block's page meta data by rounding its address down to 256 MiB
 /// (`MI_PAGE_META_ALIGNMENT`), without a look at the page map: for the program's static data that
 /// start lies in the program's own mapping in some runs (its own bytes, read as meta data: the
 /// free then passed silently or was reported as corruption in two CI runs of 2026-12-06, and in
 /// none of 2,300 runs here), and below it otherwise. Here it is never mapped, so the read faults
-/// in every run.
-/// The kernel maps nothing this low on its own (programs load at 0x55..., mappings come down from
-/// 0x7f...), and the block's start is checked to be unmapped (`msync` answers `ENOMEM`).
+/// in every run. The kernel maps nothing this low on its own (programs load at 0x55...,
+/// mappings come down from 0x7f...), and the block's start is checked to be unmapped (`msync`
+/// answers `ENOMEM`).
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn unmapped_meta_address() -> *mut u8 {
+fn foreign_address() -> *mut u8 {
     const BLOCK: usize = 256 << 20;
     (2..16)
         .map(|block| block * BLOCK)
@@ -144,13 +145,8 @@ fn unmapped_meta_address() -> *mut u8 {
         .expect("every 256 MiB block from 512 MiB to 4 GiB has something mapped at its start")
 }
 
-/// The address mimalloc 3's builds free as foreign (but AddressSanitizer's, above).
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn foreign_address() -> *mut u8 {
-    unmapped_meta_address()
-}
-
-/// The address mimalloc 3's builds free as foreign (but AddressSanitizer's, above).
+/// The address mimalloc 3's builds free as foreign (but AddressSanitizer's, below) outside
+/// 64-bit Linux.
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 fn foreign_address() -> *mut u8 {
     STATIC_DATA.0.get().cast()
@@ -240,7 +236,7 @@ fn child_free_of_a_pointer_mimalloc_never_returned() {
 
 /// A default build of mimalloc 3 reads a foreign address's page meta data where the address
 /// rounds down to 256 MiB, unchecked: on 64-bit Linux the test picks an address where nothing is
-/// mapped there ([`unmapped_meta_address`]), and the read faults. Elsewhere the unchecked lookup
+/// mapped there ([`foreign_address`]), and the read faults. Elsewhere the unchecked lookup
 /// reads what lies at the program's static data rounded down, which depends on where the OS put
 /// the program.
 #[cfg(not(any(feature = "v2", feature = "secure", feature = "debug")))]
