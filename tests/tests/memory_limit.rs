@@ -8,12 +8,13 @@
 
 use mimalloc::policy::{self, MemoryLimit};
 use mimalloc::MiMalloc;
+use mimalloc_tests::fork::in_a_fork;
 use mimalloc_tests::{
     assert_child_ran_the_test, child_command, is_child, keep, policy_lines, skip,
 };
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
@@ -122,6 +123,44 @@ fn phase_change() {
     println!("limit: {:?}", policy::memory_limit());
 }
 
+/// The child's policy lines under the limit: what it read, and each crossing of the half once.
+fn said_what_it_did(lines: &[String], version: u8) {
+    let read = format!(
+        "memory limit {} MiB (cgroup v{}): a look every 100 ms, and freed memory goes back at \
+         once past {} MiB resident",
+        LIMIT / MIB,
+        version,
+        LIMIT / 2 / MIB
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with(&read)),
+        "{read:?} in {lines:#?}"
+    );
+    // Each crossing of the half is said once: past it after the burst, back under after the
+    // purge (and the same again for the mapping, which passes it with nothing to purge).
+    let crossings: Vec<bool> = lines
+        .iter()
+        .filter_map(|l| {
+            if l.contains("past half the memory limit") {
+                Some(true)
+            } else if l.contains("back under half the memory limit") {
+                Some(false)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        crossings.first(),
+        Some(&true),
+        "a prompt purge in {lines:#?}"
+    );
+    assert!(
+        crossings.windows(2).all(|pair| pair[0] != pair[1]) && crossings.len() <= 6,
+        "crossings said once each, alternately: {lines:#?}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
@@ -135,7 +174,10 @@ fn child_phase_change_outlives_its_memory_limit() {
     // Guarded sampling as dense as the `guarded` lane's (a block in every 4 KiB requested)
     // gives each sampled block a page of its own: the burst alone passes the limit.
     if std::env::var("MIMALLOC_GUARDED_SAMPLE_RATE").map_or(false, |rate| rate != "0") {
-        return skip(TEST, "MIMALLOC_GUARDED_SAMPLE_RATE is set: the burst would not fit the limit");
+        return skip(
+            TEST,
+            "MIMALLOC_GUARDED_SAMPLE_RATE is set: the burst would not fit the limit",
+        );
     }
     let cgroup = match Cgroup::new("mimalloc-limit", LIMIT) {
         Ok(cgroup) => cgroup,
@@ -160,23 +202,7 @@ fn child_phase_change_outlives_its_memory_limit() {
         "the child must outlive the limit ({}); its policy lines: {lines:#?}",
         out.status
     );
-    let read = format!(
-        "memory limit {} MiB (cgroup v{}): a look every 100 ms, and freed memory goes back at \
-         once past {} MiB resident",
-        LIMIT / MIB,
-        cgroup.version,
-        LIMIT / 2 / MIB
-    );
-    assert!(
-        lines.iter().any(|l| l.ends_with(&read)),
-        "{read:?} in {lines:#?}"
-    );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("past half the memory limit")),
-        "a prompt purge in {lines:#?}"
-    );
+    said_what_it_did(&lines, cgroup.version);
     let expected = format!(
         "limit: Limited {{ bytes: {LIMIT}, cgroup: {}, purge_from: {}, prompt_purges: ",
         cgroup.version,
@@ -185,31 +211,59 @@ fn child_phase_change_outlives_its_memory_limit() {
     assert!(stdout.contains(&expected), "{expected:?} in {stdout}");
 }
 
-/// Where the process is not in a limited cgroup of its own making, the limit read is whatever
-/// its cgroup says; before the thread starts it is not read at all.
+/// The limit is read when the background purge's thread starts, not before, and again by a
+/// child after `fork`; a process below half its limit never purges at once.
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
     ignore = "this build has no background purge (mimalloc 3 on Linux and Android has)"
 )]
-fn child_limit_is_unread_until_the_thread_starts() {
-    const TEST: &str = "child_limit_is_unread_until_the_thread_starts";
-    if !is_child() {
-        let out = mimalloc_tests::in_child(TEST, &[]);
-        assert!(String::from_utf8_lossy(&out.stdout).contains("read after start"));
-        return;
+fn child_limit_is_read_when_the_thread_starts() {
+    const TEST: &str = "child_limit_is_read_when_the_thread_starts";
+    const ROOMY: usize = 4096 * MIB;
+    if is_child() {
+        return read_when_the_thread_starts();
     }
+    let cgroup = match Cgroup::new("mimalloc-roomy", ROOMY) {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            skip(
+                TEST,
+                &format!("{why}: the limit read is the process's own cgroup's"),
+            );
+            mimalloc_tests::in_child(TEST, &[]);
+            return;
+        }
+    };
+    let out = cgroup.run(TEST, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = format!(
+        "read: Limited {{ bytes: {ROOMY}, cgroup: {}, purge_from: {}, prompt_purges: 0 }}",
+        cgroup.version,
+        ROOMY / 2
+    );
+    assert!(stdout.contains(&expected), "{expected:?} in {stdout}");
+}
+
+fn read_when_the_thread_starts() {
     assert_eq!(policy::memory_limit(), MemoryLimit::Unread);
     let heap = keep(vec![1u8; policy::PURGE_FROM + 4 * MIB]);
     let more = keep(vec![1u8; 2 * MIB]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(5);
     while policy::memory_limit() == MemoryLimit::Unread {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the thread read no limit in 5 s"
-        );
+        assert!(Instant::now() < deadline, "the thread read no limit in 5 s");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // Three of the thread's looks under a limit, all below half of it.
+    std::thread::sleep(Duration::from_millis(350));
     drop((heap, more));
-    println!("read after start: {:?}", policy::memory_limit());
+    // SAFETY: the child only reads the policy's state, which needs no lock.
+    let forked = unsafe { in_a_fork(|| policy::memory_limit() == MemoryLimit::Unread) };
+    assert_eq!(forked, Ok(()), "a forked child reads the limit again");
+    println!("read: {:?}", policy::memory_limit());
 }

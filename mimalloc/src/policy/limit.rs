@@ -143,27 +143,36 @@ mod cgroup {
     /// In the hierarchy of `version`: `None` if the process is not in it, `Some(None)` if it
     /// is and no limit is set.
     fn limit_in(version: u8) -> Option<Option<usize>> {
-        let cgroup = own_cgroup(version)?;
-        let (root, mut dir) = mount(version)?;
-        // Inside a cgroup namespace or a container's bind mount, the mount's root is the
-        // process's cgroup or one above it: the path goes on from there.
-        let below = below_root(cgroup.bytes(), root.bytes());
-        let mount_len = dir.len();
-        if !dir.push(below) {
-            return None;
-        }
-        let mut lowest: Option<usize> = None;
-        loop {
-            for name in limit_files(version) {
-                if let Some(limit) = file::limit(&dir, name) {
-                    lowest = Some(lowest.map_or(limit, |low| low.min(limit)));
-                }
+        let cgroup = file::find_line(b"/proc/self/cgroup\0", |line| {
+            Path::from(cgroup_of(version, line)?)
+        })?;
+        let (root, mut dir) = file::find_line(b"/proc/self/mountinfo\0", |line| {
+            let (root, point) = mount_of(version, line)?;
+            Some((Path::from(root)?, Path::from(point)?))
+        })?;
+        // The mount shows the cgroup `root` (a cgroup namespace's or a container's bind mount
+        // shows the process's own or one above it): its files first, then each cgroup on the
+        // way down to the process's.
+        let mut lowest = lower(None, &dir, version);
+        for step in below_root(cgroup.bytes(), root.bytes())
+            .split(|&b| b == b'/')
+            .filter(|step| !step.is_empty())
+        {
+            if !dir.push_component(step) {
+                return None;
             }
-            if dir.len() <= mount_len || !dir.pop() {
-                break;
-            }
+            lowest = lower(lowest, &dir, version);
         }
         Some(lowest)
+    }
+
+    /// The lower of `lowest` and the limits `dir` sets.
+    fn lower(lowest: Option<usize>, dir: &Path, version: u8) -> Option<usize> {
+        limit_files(version)
+            .iter()
+            .filter_map(|name| file::limit(dir, name))
+            .chain(lowest)
+            .min()
     }
 
     /// The part of `cgroup` below the mount's `root`: all of it under a root mount, the rest
@@ -179,7 +188,8 @@ mod cgroup {
         }
     }
 
-    fn limit_files(version: u8) -> &'static [&'static [u8]] {
+    /// The files that set a limit, in each version.
+    pub(super) fn limit_files(version: u8) -> &'static [&'static [u8]] {
         if version == 1 {
             &[b"memory.limit_in_bytes"]
         } else {
@@ -187,52 +197,48 @@ mod cgroup {
         }
     }
 
-    /// The process's cgroup in the hierarchy of `version`, from `/proc/self/cgroup`: the line
-    /// `0::PATH` for v2, `N:...,memory,...:PATH` for v1's memory controller.
-    fn own_cgroup(version: u8) -> Option<Path> {
-        file::find_line(b"/proc/self/cgroup\0", |line| {
-            let mut fields = line.splitn(3, |&b| b == b':');
-            let (id, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-            let wanted = if version == 2 {
-                id == b"0" && controllers.is_empty()
-            } else {
-                controllers.split(|&b| b == b',').any(|c| c == b"memory")
-            };
-            if wanted {
-                Path::from(path)
-            } else {
-                None
-            }
-        })
+    /// The process's cgroup in the hierarchy of `version`, if `line` of `/proc/self/cgroup`
+    /// names it: `0::PATH` for v2, `N:...,memory,...:PATH` for v1's memory controller.
+    pub(super) fn cgroup_of(version: u8, line: &[u8]) -> Option<&[u8]> {
+        let mut fields = line.splitn(3, |&b| b == b':');
+        let (id, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let wanted = if version == 2 {
+            id == b"0" && controllers.is_empty()
+        } else {
+            controllers.split(|&b| b == b',').any(|c| c == b"memory")
+        };
+        if wanted {
+            Some(path)
+        } else {
+            None
+        }
     }
 
-    /// The mount of the hierarchy of `version`, from `/proc/self/mountinfo`: its root (the
-    /// cgroup it shows) and where it is mounted.
-    fn mount(version: u8) -> Option<(Path, Path)> {
-        file::find_line(b"/proc/self/mountinfo\0", |line| {
-            // `ID PARENT DEV ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS`
-            let split = line.windows(3).position(|w| w == b" - ")?;
-            let mut before = line[..split].split(|&b| b == b' ').skip(3);
-            let (root, point) = (before.next()?, before.next()?);
-            let mut after = line[split + 3..].split(|&b| b == b' ');
-            let (kind, _source, options) = (after.next()?, after.next()?, after.next()?);
-            let wanted = if version == 2 {
-                kind == b"cgroup2"
-            } else {
-                kind == b"cgroup" && options.split(|&b| b == b',').any(|o| o == b"memory")
-            };
-            if wanted {
-                Some((Path::from(root)?, Path::from(point)?))
-            } else {
-                None
-            }
-        })
+    /// The root (the cgroup it shows) and the mount point of the hierarchy of `version`, if
+    /// `line` of `/proc/self/mountinfo` is its mount:
+    /// `ID PARENT DEV ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS`.
+    pub(super) fn mount_of(version: u8, line: &[u8]) -> Option<(&[u8], &[u8])> {
+        let split = line.windows(3).position(|w| w == b" - ")?;
+        let mut before = line[..split].split(|&b| b == b' ').skip(3);
+        let (root, point) = (before.next()?, before.next()?);
+        let mut after = line[split + 3..].split(|&b| b == b' ');
+        let (kind, _source, options) = (after.next()?, after.next()?, after.next()?);
+        let wanted = if version == 2 {
+            kind == b"cgroup2"
+        } else {
+            kind == b"cgroup" && options.split(|&b| b == b',').any(|o| o == b"memory")
+        };
+        if wanted {
+            Some((root, point))
+        } else {
+            None
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::cgroup::below_root;
+    use super::cgroup::{below_root, cgroup_of, limit_files, mount_of};
 
     #[test]
     fn a_cgroup_path_continues_below_its_mount() {
@@ -241,6 +247,47 @@ mod tests {
         assert_eq!(below_root(b"/docker/abc/x", b"/docker/abc"), b"/x");
         assert_eq!(below_root(b"/docker/abcdef", b"/docker/abc"), b"");
         assert_eq!(below_root(b"/", b"/other"), b"");
+    }
+
+    #[test]
+    fn the_cgroup_is_read_from_its_line_in_each_version() {
+        let hybrid: [&[u8]; 3] = [b"4:memory:/process_api/f4", b"3:cpu,cpuacct:/x", b"0::/u"];
+        let found = |version| hybrid.iter().find_map(|line| cgroup_of(version, line));
+        assert_eq!(found(1), Some(b"/process_api/f4" as &[u8]));
+        assert_eq!(found(2), Some(b"/u" as &[u8]));
+        assert_eq!(
+            cgroup_of(1, b"5:cpuset,memory:/a:b"),
+            Some(b"/a:b" as &[u8])
+        );
+        assert_eq!(cgroup_of(1, b"5:memoryx:/a"), None);
+        assert_eq!(cgroup_of(2, b"1:name=systemd:/"), None);
+        assert_eq!(cgroup_of(2, b"0:memory:/"), None);
+        assert_eq!(cgroup_of(2, b"0:/"), None, "three fields");
+    }
+
+    #[test]
+    fn the_mount_is_read_from_its_line_in_each_version() {
+        let v1: &[u8] =
+            b"35 31 0:32 /docker/a /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory";
+        let v2: &[u8] = b"41 31 0:38 / /sys/fs/cgroup rw shared:9 - cgroup2 cgroup2 rw";
+        let cpu: &[u8] = b"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu";
+        let tmpfs: &[u8] = b"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755";
+        let mounts = [tmpfs, cpu, v1, v2];
+        let found = |version| mounts.iter().find_map(|line| mount_of(version, line));
+        let memory: (&[u8], &[u8]) = (b"/docker/a", b"/sys/fs/cgroup/memory");
+        assert_eq!(found(1), Some(memory));
+        assert_eq!(found(2), Some((b"/" as &[u8], b"/sys/fs/cgroup" as &[u8])));
+        assert_eq!(
+            mount_of(1, b"35 31 0:32 / /m rw - cgroup cgroup"),
+            None,
+            "no options"
+        );
+    }
+
+    #[test]
+    fn each_version_names_its_limit_files() {
+        assert_eq!(limit_files(1), [b"memory.limit_in_bytes" as &[u8]]);
+        assert_eq!(limit_files(2), [b"memory.max" as &[u8], b"memory.high"]);
     }
 }
 
@@ -269,14 +316,9 @@ mod file {
             &self.bytes[..self.len]
         }
 
-        pub(super) fn len(&self) -> usize {
-            self.len
-        }
-
-        /// Appends `text` (as it comes: a cgroup path starts with `/`); whether it fit.
+        /// Appends `text`; whether it fit (with room left for a NUL).
         pub(super) fn push(&mut self, text: &[u8]) -> bool {
-            let text = if text == b"/" { b"" as &[u8] } else { text };
-            if self.len + text.len() >= self.bytes.len() - 1 {
+            if self.len + text.len() >= self.bytes.len() {
                 return false;
             }
             self.bytes[self.len..self.len + text.len()].copy_from_slice(text);
@@ -284,15 +326,14 @@ mod file {
             true
         }
 
-        /// Drops the last component; whether there was one.
-        pub(super) fn pop(&mut self) -> bool {
-            match self.bytes().iter().rposition(|&b| b == b'/') {
-                Some(slash) => {
-                    self.len = slash;
-                    true
-                }
-                None => false,
+        /// Appends `/` and `name`; whether both fit (nothing is appended otherwise).
+        pub(super) fn push_component(&mut self, name: &[u8]) -> bool {
+            let len = self.len;
+            if self.push(b"/") && self.push(name) {
+                return true;
             }
+            self.len = len;
+            false
         }
 
         /// This path, `/` and `name`, NUL-terminated, in `out`; whether it fit.
@@ -352,7 +393,7 @@ mod file {
         // SAFETY: `path` is NUL-terminated (every caller passes a literal ending in `\0` or a
         // path `join` terminated).
         let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
+        if fd == -1 {
             return None;
         }
         let mut buffer = [0u8; 4096];
@@ -412,19 +453,42 @@ mod file {
             assert_eq!(number(b"max"), None);
             assert_eq!(number(b""), None);
             assert_eq!(number(b"12 "), None);
+            assert_eq!(number(b"1:"), None, "the byte after the digits");
             assert_eq!(number(b"99999999999999999999999"), None);
         }
 
         #[test]
-        fn paths_push_and_pop_components() {
-            let mut path = Path::from(b"/sys/fs/cgroup").unwrap();
-            assert!(path.push(b"/"), "the root cgroup adds nothing");
-            assert_eq!(path.bytes(), b"/sys/fs/cgroup");
-            assert!(path.push(b"/a/b"));
-            assert!(path.pop());
-            assert_eq!(path.bytes(), b"/sys/fs/cgroup/a");
-            assert!(!path.push(&[b'x'; 1024]), "too long for the buffer");
-            assert_eq!(path.bytes(), b"/sys/fs/cgroup/a");
+        fn paths_take_up_to_1023_bytes_and_join_with_a_nul() {
+            let mut path = Path::from(b"/sys").unwrap();
+            assert!(path.push_component(b"a"));
+            assert_eq!(path.bytes(), b"/sys/a");
+            assert!(
+                !path.push_component(&[b'x'; 1017]),
+                "the slash fits, the name does not"
+            );
+            assert_eq!(path.bytes(), b"/sys/a");
+            let mut joined = [0xff; 1024];
+            assert!(path.join(b"memory.max", &mut joined));
+            assert_eq!(&joined[..17], b"/sys/a/memory.max");
+            assert_eq!(joined[17], 0);
+            assert!(
+                !path.push(&[b'x'; 1018]),
+                "1024 bytes leave no room for the NUL"
+            );
+            assert_eq!(
+                path.bytes(),
+                b"/sys/a",
+                "a path that does not fit is not pushed"
+            );
+            assert!(path.push(&[b'x'; 1017]));
+            assert_eq!(path.bytes().len(), 1023);
+            let full = Path::from(&[b'x'; 1012]).unwrap();
+            assert!(
+                full.join(b"1234567890", &mut joined),
+                "1023 bytes and the NUL"
+            );
+            assert_eq!((joined[1022], joined[1023]), (b'0', 0));
+            assert!(!full.join(b"12345678901", &mut joined));
         }
 
         #[test]
@@ -455,6 +519,12 @@ mod file {
             );
             assert_eq!(lines(b'f'), Some(4006), "a line that spans two reads");
             assert_eq!(lines(b'l'), Some(4), "the last line without a newline");
+            std::fs::write(&dir, "a\n").unwrap();
+            let empty = find_line(&path, |line| if line.is_empty() { Some(()) } else { None });
+            assert_eq!(
+                empty, None,
+                "a final newline ends the last line, it starts none"
+            );
             std::fs::remove_file(&dir).unwrap();
         }
     }
