@@ -269,14 +269,19 @@ mod tests {
     fn the_mount_is_read_from_its_line_in_each_version() {
         let v1: &[u8] =
             b"35 31 0:32 /docker/a /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory";
-        let v2: &[u8] = b"41 31 0:38 / /sys/fs/cgroup rw shared:9 - cgroup2 cgroup2 rw";
+        let v2: &[u8] = b"41 31 0:38 / /sys/fs/cgroup/unified rw shared:9 - cgroup2 cgroup2 rw";
         let cpu: &[u8] = b"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu";
         let tmpfs: &[u8] = b"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755";
         let mounts = [tmpfs, cpu, v1, v2];
         let found = |version| mounts.iter().find_map(|line| mount_of(version, line));
         let memory: (&[u8], &[u8]) = (b"/docker/a", b"/sys/fs/cgroup/memory");
         assert_eq!(found(1), Some(memory));
-        assert_eq!(found(2), Some((b"/" as &[u8], b"/sys/fs/cgroup" as &[u8])));
+        let unified: (&[u8], &[u8]) = (b"/", b"/sys/fs/cgroup/unified");
+        assert_eq!(
+            found(2),
+            Some(unified),
+            "a hybrid host's v2 mount, not the tmpfs above it"
+        );
         assert_eq!(
             mount_of(1, b"35 31 0:32 / /m rw - cgroup cgroup"),
             None,
