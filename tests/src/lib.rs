@@ -281,8 +281,10 @@ pub fn child_harness_args(test: &str) -> [&str; 5] {
 }
 
 /// The command that runs this very test binary again, running only `test`, with
-/// `MIMALLOC_TESTS_CHILD=1` and the given environment.
-fn child_command(test: &str, env: &[(&str, &str)]) -> Command {
+/// `MIMALLOC_TESTS_CHILD=1` and the given environment; for a caller that starts it in a way of
+/// its own (in a cgroup: `tests/memory_limit.rs`) and checks it with
+/// [`assert_child_ran_the_test`].
+pub fn child_command(test: &str, env: &[(&str, &str)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut cmd = Command::new(exe);
     cmd.args(child_harness_args(test))

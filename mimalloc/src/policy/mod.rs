@@ -14,7 +14,9 @@
 //! - **Memory back when quiet** (`cfg(mimalloc_background_purge)`: mimalloc 3 on Linux and
 //!   Android). Once the program has committed 16 MiB, a thread runs mimalloc's due purges every
 //!   quarter of its purge delay, so freed memory goes back within about the delay (4 s by
-//!   default) whether or not the program allocates again (`purge.rs`).
+//!   default) whether or not the program allocates again (`purge.rs`). Under a container's
+//!   memory limit, it purges everything freed at once while the process holds more than half
+//!   the limit ([`memory_limit`], `limit.rs`).
 //!
 //! Elsewhere (other systems, mimalloc 2, Miri) neither part exists, and [`huge_pages`] and
 //! [`background_purge`] say so. Where either does, `cfg(mimalloc_policy)` holds: the build plan
@@ -53,6 +55,8 @@ use core::ffi::c_void;
 mod huge;
 #[cfg(mimalloc_policy)]
 mod io;
+#[cfg(mimalloc_background_purge)]
+mod limit;
 #[cfg(mimalloc_policy)]
 mod load;
 #[cfg(mimalloc_background_purge)]
@@ -66,7 +70,7 @@ mod state;
 pub(crate) use load::load;
 
 pub use settings::{HUGE_PAGES_FROM, PURGE_FROM};
-pub use state::{BackgroundPurge, HugePages};
+pub use state::{BackgroundPurge, HugePages, MemoryLimit};
 
 /// Where the heap's huge pages stand now.
 pub fn huge_pages() -> HugePages {
@@ -108,6 +112,30 @@ pub fn set_background_purge(on: bool) -> BackgroundPurge {
     #[cfg(not(mimalloc_background_purge))]
     let _ = on;
     background_purge()
+}
+
+/// The memory limit the background purge works under, as its thread read it when it started:
+/// under a limit, once the process's resident memory passes half of it, freed memory goes back
+/// at once instead of after the purge delay, so that a program that frees memory and then
+/// needs it in another form (a C library's, a child's, its own `mmap`) is not killed at the
+/// limit for memory it no longer uses (docs/memory-policy.md#container-limits).
+///
+/// ```
+/// use mimalloc::policy::{self, MemoryLimit};
+///
+/// match policy::memory_limit() {
+///     MemoryLimit::Limited { bytes, purge_from, .. } => {
+///         assert_eq!(purge_from, bytes / 2);
+///         println!("limited to {} MiB", bytes >> 20);
+///     }
+///     other => println!("{other:?}"),
+/// }
+/// ```
+pub fn memory_limit() -> MemoryLimit {
+    #[cfg(mimalloc_background_purge)]
+    return limit::state();
+    #[cfg(not(mimalloc_background_purge))]
+    MemoryLimit::NotBuilt
 }
 
 /// Whether this build has anything for the policy to do around a large block.

@@ -23,6 +23,7 @@
 //! [`PURGE_FROM`]: super::settings::PURGE_FROM
 
 use super::io::{committed, say};
+use super::limit;
 use super::state::states;
 use super::state::BackgroundPurge;
 use crate::options::OptionValue;
@@ -160,21 +161,39 @@ fn spawn() -> Result<libc::pthread_t, i32> {
     }
 }
 
-/// The thread: a purge every quarter of mimalloc's purge delay, until stopped.
+/// The thread: a purge every quarter of mimalloc's purge delay, until stopped; under a memory
+/// limit a look every [`limit::TICK_MS`] ms, which purges everything freed while the process
+/// is past half the limit.
 extern "C" fn run(_: *mut c_void) -> *mut c_void {
     // SAFETY: gives the thread a mimalloc thread heap, without which `mi_collect` returns at
     // once; no precondition.
     unsafe { ffi::mi_thread_init() };
-    while sleep(period_ms()) {
+    let limit = limit::read();
+    let mut pressed = false;
+    while sleep(tick_ms(limit.is_some())) {
+        if let Some(limit) = limit {
+            pressed = limit::pressed(limit, pressed);
+        }
         // SAFETY: the lock is initialized statically; `mi_collect` may be called from any
-        // thread at any time.
+        // thread at any time (forced, it runs every scheduled purge now, program-wide).
         unsafe {
             libc::pthread_mutex_lock(WORK.0.get());
-            ffi::mi_collect(false);
+            ffi::mi_collect(pressed);
             libc::pthread_mutex_unlock(WORK.0.get());
         }
     }
     core::ptr::null_mut()
+}
+
+/// How long the thread sleeps between purges: a quarter of the delay ([`period_ms`]), and at
+/// most [`limit::TICK_MS`] under a memory limit.
+fn tick_ms(limited: bool) -> OptionValue {
+    let period = period_ms();
+    if limited {
+        period.min(limit::TICK_MS as OptionValue)
+    } else {
+        period
+    }
 }
 
 /// A quarter of mimalloc's delay for arenas (`purge_delay` x `arena_purge_mult`), read each
@@ -268,7 +287,9 @@ extern "C" fn after_fork() {
 extern "C" fn in_child() {
     // SAFETY: the child's only thread locked it in `before_fork`, before the copy.
     unsafe { libc::pthread_mutex_unlock(WORK.0.get()) };
-    // The thread was not copied: the child starts its own once it allocates as a program.
+    // The thread was not copied: the child starts its own once it allocates as a program, and
+    // reads the limit again (a child may be moved to another cgroup).
+    limit::forget();
     for copied in [Phase::Running, Phase::Starting] {
         PHASE.move_from(copied, Phase::Waiting, Ordering::Relaxed);
     }

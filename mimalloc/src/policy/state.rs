@@ -41,6 +41,36 @@ pub enum BackgroundPurge {
     NotBuilt,
 }
 
+/// The memory limit the background purge works under ([`memory_limit`](super::memory_limit)):
+/// the limit of the process's memory cgroup, which a container runtime sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MemoryLimit {
+    /// Not read yet: the background purge reads it when its thread starts (once the program
+    /// has committed [`PURGE_FROM`](super::PURGE_FROM) bytes).
+    Unread,
+    /// The process's cgroup and those above it set no memory limit, or there is no memory
+    /// cgroup to read.
+    Unlimited,
+    /// The process may use `bytes` of memory: the lowest of `memory.max` and `memory.high`
+    /// (cgroup v2) or of `memory.limit_in_bytes` (v1) over its cgroup and every cgroup above.
+    Limited {
+        /// The limit, in bytes.
+        bytes: usize,
+        /// The cgroup version it was read from: 1 or 2.
+        cgroup: u8,
+        /// The resident size from which freed memory goes back at once rather than after the
+        /// purge delay: half the limit.
+        purge_from: usize,
+        /// How many of the background purge's looks found the process past `purge_from` and
+        /// purged at once.
+        prompt_purges: usize,
+    },
+    /// Not part of this build: where the background purge is not
+    /// ([`BackgroundPurge::NotBuilt`]).
+    NotBuilt,
+}
+
 /// Declares `enum $name { ... }` (`#[repr(u8)]`) and `$cell`, an atomic of it with the
 /// operations of [`core::sync::atomic::AtomicU8`] the policy uses.
 #[cfg(mimalloc_policy)]
