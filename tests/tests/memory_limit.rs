@@ -234,7 +234,7 @@ mod cgroups {
 
     /// The body of `child_limit_is_read_when_the_thread_starts`.
     pub(super) fn limit_is_read_when_the_thread_starts(test: &str) {
-        const ROOMY: usize = 4096 * MIB;
+        const ROOMY: usize = 2048 * MIB;
         if is_child() {
             return read_when_the_thread_starts();
         }
