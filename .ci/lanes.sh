@@ -106,7 +106,7 @@ lane_bench() { # the benchmark's crates: their tests, and every workload on ever
 lane_features() { # the suites of every feature set that changes how mimalloc is built
   local features
   for features in v2 secure debug override "v2,secure" "v2,debug" local_dynamic_tls \
-    "no_thp,free_use_pagemap,skip_collect_on_exit"; do
+    "no_thp,free_use_pagemap,skip_collect_on_exit" no_policy; do
     lane_tests "$features"
   done
 }

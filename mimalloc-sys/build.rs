@@ -78,6 +78,7 @@ fn features() -> Features {
         tsan: on("TSAN"),
         valgrind: on("VALGRIND"),
         guarded: on("GUARDED"),
+        no_policy: on("NO_POLICY"),
         debug_in_debug: on("DEBUG_IN_DEBUG"),
         no_thp: on("NO_THP"),
         win_direct_tls: on("WIN_DIRECT_TLS"),

@@ -107,6 +107,8 @@ pub struct Features {
     pub tsan: bool,
     pub valgrind: bool,
     pub guarded: bool,
+    /// The safe crate's memory policy left out (`no_policy`).
+    pub no_policy: bool,
     // The registry crates' names (`mimalloc` 0.1, `mimalloc-safe` 0.1), so that switching from
     // them is one changed dependency line.
     pub debug_in_debug: bool,
@@ -223,6 +225,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         Version::V3
     };
     let advice = adaptive_thp(target, version, features);
+    let purge = background_purge(target, version, features);
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
@@ -245,7 +248,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         } else {
             Language::C
         },
-        published: published(target, version, &defines, advice),
+        published: published(target, version, &defines, advice, purge),
         defines,
         flags: Vec::new(),
         flags_if_supported: Vec::new(),
@@ -286,12 +289,13 @@ fn define(
 /// the defines as the C preprocessor sees them where the fact is a consequence of the defines
 /// (mirroring the vendored headers where they derive it, [`free_published`]), and
 /// `adaptive_thp` from the decision [`memory_defaults`] follows, which no define tells
-/// apart from `no_thp`.
+/// apart from `no_thp`, and `background_purge`, which no define tells at all.
 fn published(
     target: &Target,
     version: Version,
     defines: &[Define],
     adaptive_thp: bool,
+    background_purge: bool,
 ) -> Vec<Published> {
     let c = Preprocessor(defines);
     let mut published = Vec::new();
@@ -320,7 +324,7 @@ fn published(
     );
     free_published(p, &c, version);
     target_published(p, target, &c, version);
-    policy_published(p, target, version, adaptive_thp);
+    policy_published(p, target, adaptive_thp, background_purge);
     published
 }
 
@@ -349,10 +353,15 @@ fn target_published(p: &mut Vec<Published>, target: &Target, c: &Preprocessor, v
 /// Which parts of the safe crate's memory policy (`mimalloc/src/policy/`) are built, and whether
 /// any is (`mimalloc_policy`, the one cfg the policy's shared code reads). None under Miri: the
 /// policy is Rust code that calls mimalloc and the OS, which the interpreter does not run.
-fn policy_published(p: &mut Vec<Published>, target: &Target, version: Version, adaptive_thp: bool) {
+fn policy_published(
+    p: &mut Vec<Published>,
+    target: &Target,
+    adaptive_thp: bool,
+    background_purge: bool,
+) {
     let native = !target.interpreted;
     let huge_pages = native && adaptive_thp;
-    let purge = native && background_purge(target, version);
+    let purge = native && background_purge;
     publish(
         p,
         huge_pages || purge,
@@ -799,9 +808,13 @@ fn tls_defines(defines: &mut Vec<Define>, target: &Target, features: &Features) 
 /// them to a heap once it has grown (BENCHMARKS.md#the-memory-policy). Android keeps huge
 /// pages off, 32-bit Linux too (its address space is too tight for 2 MiB granules), and
 /// mimalloc 2 keeps its own advice on segments. The `no_thp` feature turns it off with the rest
-/// of mimalloc's huge-page advice.
+/// of mimalloc's huge-page advice; `no_policy` leaves the advice to mimalloc (every arena).
 pub fn adaptive_thp(target: &Target, version: Version, features: &Features) -> bool {
-    version == Version::V3 && target.os == "linux" && target.pointer_width == 64 && !features.no_thp
+    version == Version::V3
+        && target.os == "linux"
+        && target.pointer_width == 64
+        && !features.no_thp
+        && !features.no_policy
 }
 
 /// Whether the safe crate runs the background purge (`cfg(mimalloc_background_purge)`:
@@ -809,9 +822,12 @@ pub fn adaptive_thp(target: &Target, version: Version, features: &Features) -> b
 /// purge delay has passed, which mimalloc 3 otherwise does only when the program allocates or
 /// frees again: mimalloc 3 on Linux and Android, whose ELF loader runs the crate's load and
 /// unload hooks and whose futex lets the thread sleep until it is woken or its delay passes.
-/// Elsewhere freed memory goes back when the program touches its heap again, as in mimalloc.
-pub fn background_purge(target: &Target, version: Version) -> bool {
-    version == Version::V3 && (target.os == "linux" || target.os == "android")
+/// Elsewhere, and with `no_policy` (a product that must not get a thread), freed memory goes
+/// back when the program touches its heap again, as in mimalloc.
+pub fn background_purge(target: &Target, version: Version, features: &Features) -> bool {
+    version == Version::V3
+        && (target.os == "linux" || target.os == "android")
+        && !features.no_policy
 }
 
 /// The option defaults chosen on the benchmark (BENCHMARKS.md#the-memory-policy and

@@ -11,7 +11,8 @@
 //! `local_dynamic_tls`, `asan`, `tsan`, `valgrind`, `guarded` change how it is compiled, and so
 //! do the registry crates' names, kept so that switching is one line: `debug_in_debug`,
 //! `no_thp`, `win_direct_tls`, `skip_collect_on_exit`, `etw`, `free_use_pagemap`;
-//! `bindgen` regenerates these declarations at build time. The declarations follow the
+//! `no_policy` publishes none of the safe crate's memory-policy cfgs (and leaves huge-page
+//! advice to mimalloc); `bindgen` regenerates these declarations at build time. The declarations follow the
 //! selected version, so an item that only one version has is only declared for that version.
 //!
 //! # Example

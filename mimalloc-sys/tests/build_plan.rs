@@ -941,6 +941,40 @@ fn registry_no_thp_defines_mi_no_thp_once_and_stops_the_policy() {
     ));
 }
 
+/// `no_policy`: none of the memory policy is built, and mimalloc advises its arenas for huge
+/// pages itself, as it does without this crate; the option defaults chosen on the benchmark
+/// stay, as they are not the policy's.
+#[test]
+fn no_policy_leaves_huge_pages_and_purging_to_mimalloc() {
+    let no_policy = with(|f| f.no_policy = true);
+    for triple in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-linux-android",
+        "i686-unknown-linux-gnu",
+    ] {
+        let plan = build(&target(triple), no_policy);
+        for cfg in [
+            "mimalloc_policy",
+            "mimalloc_adaptive_thp",
+            "mimalloc_background_purge",
+        ] {
+            assert!(!publishes(&plan, cfg), "{triple}: {cfg}");
+        }
+        assert_eq!(value(&plan, "MI_NO_THP"), None, "{triple}");
+    }
+    let linux = target("x86_64-unknown-linux-gnu");
+    let plan = build(&linux, no_policy);
+    assert_eq!(value(&plan, "MI_DEFAULT_ALLOW_THP"), Some(Some("1")));
+    let default = default_plan("x86_64-unknown-linux-gnu");
+    for name in [
+        "MI_DEFAULT_ARENA_PURGE_IMMEDIATE_SIZE",
+        "MI_ENABLE_LARGE_PAGES",
+    ] {
+        assert_eq!(value(&plan, name), value(&default, name), "{name}");
+    }
+    assert!(publishes(&default, "mimalloc_background_purge"));
+}
+
 #[test]
 fn registry_win_direct_tls_only_on_windows_with_mimalloc_3() {
     let windows = target("x86_64-pc-windows-gnu");
@@ -1056,7 +1090,7 @@ fn small_free_only_where_small_pages_are_aligned() {
 /// The feature sets the checks of the published decisions cover: none, each feature alone, and
 /// every pair of features.
 fn feature_sets() -> Vec<Features> {
-    let setters: [fn(&mut Features); 15] = [
+    let setters: [fn(&mut Features); 16] = [
         |f| f.v2 = true,
         |f| f.secure = true,
         |f| f.debug = true,
@@ -1072,6 +1106,7 @@ fn feature_sets() -> Vec<Features> {
         |f| f.skip_collect_on_exit = true,
         |f| f.etw = true,
         |f| f.free_use_pagemap = true,
+        |f| f.no_policy = true,
     ];
     let mut sets = vec![Features::default()];
     for (i, first) in setters.iter().enumerate() {
@@ -1132,7 +1167,7 @@ fn every_published_decision_follows_the_defines() {
             && !on("MI_SECURE")
             && !on("MI_GUARDED");
         let advice = publishes(&plan, "mimalloc_adaptive_thp");
-        let purge = v3 && (t.os == "linux" || t.os == "android") && !t.interpreted;
+        let purge = v3 && (t.os == "linux" || t.os == "android") && !t.interpreted && !f.no_policy;
         let expected = [
             ("mimalloc_runs", true),
             ("mimalloc_debug", on("MI_DEBUG")),
@@ -1175,7 +1210,11 @@ fn every_published_decision_follows_the_defines() {
         assert_eq!(page_map, v3 && page_map_asked, "{context}");
         let linux_64 = t.os == "linux" && t.pointer_width == 64;
         let native = !t.interpreted;
-        assert_eq!(advice, v3 && linux_64 && !f.no_thp && native, "{context}");
+        assert_eq!(
+            advice,
+            v3 && linux_64 && !f.no_thp && !f.no_policy && native,
+            "{context}"
+        );
     }
 }
 
