@@ -193,6 +193,25 @@ long_stress() {
   rm -f "$stress_log"
 }
 
+lane_musl() { # the suites as static x86_64-unknown-linux-musl programs, policy included
+  # rustup cannot add the musl target here, so nightly builds its std from rust-src
+  # (-Zbuild-std), linked by musl-gcc with the libunwind that rust-src carries
+  # (scripts/musl-libunwind.sh). The doc tests are the default build's (lane workspace).
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
+  rustup component add --toolchain nightly rust-src >/dev/null 2>&1 ||
+    [ -d "$(rustc +nightly --print sysroot)/lib/rustlib/src/rust/src/llvm-project/libunwind" ] ||
+    { skip_lane "nightly has no rust-src, and rustup could not add it"; return 0; }
+  command -v musl-gcc >/dev/null || need_packages musl-tools
+  command -v g++ >/dev/null || need_packages g++
+  local target=x86_64-unknown-linux-musl unwind
+  unwind=$(scripts/musl-libunwind.sh target/musl-libunwind)
+  suite "musl ($target, static)" env CC_x86_64_unknown_linux_musl=musl-gcc \
+    CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc \
+    RUSTFLAGS="-C link-self-contained=no -L $unwind -C link-arg=-lgcc" \
+    cargo +nightly test -Zbuild-std --target "$target" -p mimalloc-sys -p mimalloc -p mimalloc-tests \
+    --lib --tests -- --skip product_
+}
+
 lane_asan() { # the C side with MI_TRACK_ASAN, the Rust side with -Zsanitizer=address (and LeakSanitizer)
   have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   local flags="-Zsanitizer=address" target

@@ -182,12 +182,20 @@ fn ending(status: &Option<std::process::ExitStatus>) -> String {
 /// The scenario of the report: a worker thread of the host loads the library, calls in and
 /// exits; later threads call in one at a time, then four at once.
 #[test]
+#[cfg_attr(
+    all(target_env = "musl", target_feature = "crt-static"),
+    ignore = "a static musl program loads no library (musl has no dlopen there, and Rust no cdylib for the target)"
+)]
 fn child_plugin_loaded_by_a_thread_that_exits() {
     run_scenario("child_plugin_loaded_by_a_thread_that_exits", true);
 }
 
 /// Loaded by the host's long-lived thread, but first used by one that then exits.
 #[test]
+#[cfg_attr(
+    all(target_env = "musl", target_feature = "crt-static"),
+    ignore = "a static musl program loads no library (musl has no dlopen there, and Rust no cdylib for the target)"
+)]
 fn child_plugin_first_used_by_a_thread_that_exits() {
     run_scenario("child_plugin_first_used_by_a_thread_that_exits", false);
 }
@@ -200,6 +208,10 @@ fn child_plugin_first_used_by_a_thread_that_exits() {
 #[cfg_attr(
     not(all(mimalloc_background_purge, target_os = "linux")),
     ignore = "the background purge runs with mimalloc 3 on Linux and Android; the thread count is read from Linux's /proc"
+)]
+#[cfg_attr(
+    all(target_env = "musl", target_feature = "crt-static"),
+    ignore = "a static musl program loads no library (musl has no dlopen there, and Rust no cdylib for the target)"
 )]
 fn child_unloaded_plugin_stops_its_purge_thread() {
     const TEST: &str = "child_unloaded_plugin_stops_its_purge_thread";
