@@ -38,6 +38,13 @@ pub fn has_flag(flags: &[String], flag: &str) -> bool {
     flags.iter().any(|f| f == flag)
 }
 
+/// How many threads this process has (`/proc/self/task`; panics where there is none).
+pub fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("Linux lists a process's threads")
+        .count()
+}
+
 /// How many threads of this process are named `mimalloc-purge`: the memory policy's background
 /// purge, which the tests count as it starts and stops (it reads `/proc/self/task`, and panics
 /// where there is none).

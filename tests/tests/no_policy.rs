@@ -6,16 +6,12 @@
 
 use mimalloc::policy::{self, BackgroundPurge, HugePages, MemoryLimit};
 use mimalloc::MiMalloc;
-use mimalloc_tests::kernel::{self, has_flag, vm_flags};
+use mimalloc_tests::kernel::{self, has_flag, threads, vm_flags};
 use mimalloc_tests::{in_child, is_child, keep};
 use std::time::Duration;
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
-
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
-}
 
 #[test]
 #[cfg_attr(

@@ -68,10 +68,6 @@ fn status_kb(field: &str) -> usize {
         .unwrap()
 }
 
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
-}
-
 /// With a purge delay of 50 ms the thread wakes every 12 ms: about 80 times a second, each a
 /// sleep of its own, and uses next to no CPU in between (not a loop that polls a clock). It is
 /// one thread more, on a stack of 256 KiB, not the C library's default of megabytes.
@@ -100,10 +96,10 @@ fn child_the_thread_sleeps_a_quarter_of_the_delay() {
     }
     assert_eq!(policy::set_background_purge(false), BackgroundPurge::Off);
     let heap = grown_heap();
-    let (before, size_before) = (threads(), status_kb("VmSize:"));
+    let (before, size_before) = (kernel::threads(), status_kb("VmSize:"));
     assert_eq!(policy::set_background_purge(true), BackgroundPurge::Running);
     let grown_by = status_kb("VmSize:") - size_before;
-    assert_eq!(threads(), before + 1, "one thread for the purge");
+    assert_eq!(kernel::threads(), before + 1, "one thread for the purge");
     assert!(
         grown_by < 1024,
         "the thread took {grown_by} kB of address space"
@@ -119,7 +115,7 @@ fn child_the_thread_sleeps_a_quarter_of_the_delay() {
     assert!(ticks <= 20, "{ticks} ticks of CPU in 1 s");
 
     assert_eq!(policy::set_background_purge(false), BackgroundPurge::Off);
-    assert_eq!(threads(), before, "the thread was joined");
+    assert_eq!(kernel::threads(), before, "the thread was joined");
     drop(heap);
 }
 

@@ -18,8 +18,8 @@
 //!   memory limit, it purges everything freed at once while the process holds more than half
 //!   the limit ([`memory_limit`], `limit.rs`).
 //!
-//! Elsewhere (other systems, mimalloc 2, Miri) neither part exists, and [`huge_pages`] and
-//! [`background_purge`] say so. Where either does, `cfg(mimalloc_policy)` holds: the build plan
+//! Elsewhere (other systems, mimalloc 2, the `no_policy` feature, Miri) neither part exists, and
+//! [`huge_pages`], [`background_purge`] and [`memory_limit`] say so. Where either does, `cfg(mimalloc_policy)` holds: the build plan
 //! (`mimalloc-sys/build/plan.rs`) decides all three.
 //!
 //! Both are set when the program loads, from the environment (`settings.rs`), and can be

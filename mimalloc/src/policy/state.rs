@@ -20,7 +20,7 @@ pub enum HugePages {
     /// unless `allow_thp` is off.
     Off,
     /// This build leaves huge pages to mimalloc and the kernel: not 64-bit Linux, mimalloc 2,
-    /// the `no_thp` feature, or Miri.
+    /// the `no_thp` or `no_policy` feature, or Miri.
     NotBuilt,
 }
 
@@ -37,7 +37,8 @@ pub enum BackgroundPurge {
     Off,
     /// The OS refused it a thread (out of threads, or a sandbox that forbids them).
     Refused,
-    /// Not part of this build: other systems than Linux and Android, mimalloc 2, or Miri.
+    /// Not part of this build: other systems than Linux and Android, mimalloc 2, the
+    /// `no_policy` feature, or Miri.
     NotBuilt,
 }
 
