@@ -226,6 +226,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
     };
     let advice = adaptive_thp(target, version, features);
     let purge = background_purge(target, version, features);
+    let limit = memory_limit(target, version, features);
     let mut defines = Vec::new();
     debug_defines(&mut defines, features, release);
     tool_defines(&mut defines, features);
@@ -248,7 +249,7 @@ pub fn decide(target: &Target, features: &Features, release: bool) -> Decision {
         } else {
             Language::C
         },
-        published: published(target, version, &defines, advice, purge),
+        published: published(target, version, &defines, advice, purge, limit),
         defines,
         flags: Vec::new(),
         flags_if_supported: Vec::new(),
@@ -289,13 +290,14 @@ fn define(
 /// the defines as the C preprocessor sees them where the fact is a consequence of the defines
 /// (mirroring the vendored headers where they derive it, [`free_published`]), and
 /// `adaptive_thp` from the decision [`memory_defaults`] follows, which no define tells
-/// apart from `no_thp`, and `background_purge`, which no define tells at all.
+/// apart from `no_thp`, and `background_purge` and `memory_limit`, which no define tells at all.
 fn published(
     target: &Target,
     version: Version,
     defines: &[Define],
     adaptive_thp: bool,
     background_purge: bool,
+    memory_limit: bool,
 ) -> Vec<Published> {
     let c = Preprocessor(defines);
     let mut published = Vec::new();
@@ -324,7 +326,7 @@ fn published(
     );
     free_published(p, &c, version);
     target_published(p, target, &c, version);
-    policy_published(p, target, adaptive_thp, background_purge);
+    policy_published(p, target, adaptive_thp, background_purge, memory_limit);
     published
 }
 
@@ -358,6 +360,7 @@ fn policy_published(
     target: &Target,
     adaptive_thp: bool,
     background_purge: bool,
+    memory_limit: bool,
 ) {
     let native = !target.interpreted;
     let huge_pages = native && adaptive_thp;
@@ -381,8 +384,15 @@ fn policy_published(
         p,
         purge,
         "mimalloc_background_purge",
-        "mimalloc 3 on Linux or Android: the safe crate's background purge hands freed memory \
-         back once the purge delay has passed (`background_purge` in build/plan.rs)",
+        "mimalloc 3 on Linux, Android or Windows: the safe crate's background purge hands freed \
+         memory back once the purge delay has passed (`background_purge` in build/plan.rs)",
+    );
+    publish(
+        p,
+        purge && memory_limit,
+        "mimalloc_memory_limit",
+        "the background purge reads the process's memory limit from its cgroups and purges at \
+         once past half of it (`memory_limit` in build/plan.rs)",
     );
 }
 
@@ -820,14 +830,22 @@ pub fn adaptive_thp(target: &Target, version: Version, features: &Features) -> b
 /// Whether the safe crate runs the background purge (`cfg(mimalloc_background_purge)`:
 /// `mimalloc/src/policy/purge.rs`), a thread that hands freed memory back to the OS once the
 /// purge delay has passed, which mimalloc 3 otherwise does only when the program allocates or
-/// frees again: mimalloc 3 on Linux and Android, whose ELF loader runs the crate's load and
-/// unload hooks and whose futex lets the thread sleep until it is woken or its delay passes.
-/// Elsewhere, and with `no_policy` (a product that must not get a thread), freed memory goes
-/// back when the program touches its heap again, as in mimalloc.
+/// frees again: mimalloc 3 on Linux and Android (an ELF loader runs the crate's load and unload
+/// hooks, a futex lets the thread sleep until it is woken or its delay passes) and on Windows
+/// (the CRT's initializer table and `atexit`, an event). Elsewhere, and with `no_policy` (a
+/// product that must not get a thread), freed memory goes back when the program touches its
+/// heap again, as in mimalloc.
 pub fn background_purge(target: &Target, version: Version, features: &Features) -> bool {
     version == Version::V3
-        && (target.os == "linux" || target.os == "android")
+        && (target.os == "linux" || target.os == "android" || target.is_windows())
         && !features.no_policy
+}
+
+/// Whether the background purge reads the process's memory limit
+/// (`cfg(mimalloc_memory_limit)`: `mimalloc/src/policy/limit.rs`): where it runs on Linux and
+/// Android, whose cgroups hold a container's limit. A Windows job object's limit is not read.
+pub fn memory_limit(target: &Target, version: Version, features: &Features) -> bool {
+    background_purge(target, version, features) && !target.is_windows()
 }
 
 /// The option defaults chosen on the benchmark (BENCHMARKS.md#the-memory-policy and

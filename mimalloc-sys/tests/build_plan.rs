@@ -951,12 +951,14 @@ fn no_policy_leaves_huge_pages_and_purging_to_mimalloc() {
         "x86_64-unknown-linux-gnu",
         "aarch64-linux-android",
         "i686-unknown-linux-gnu",
+        "x86_64-pc-windows-gnu",
     ] {
         let plan = build(&target(triple), no_policy);
         for cfg in [
             "mimalloc_policy",
             "mimalloc_adaptive_thp",
             "mimalloc_background_purge",
+            "mimalloc_memory_limit",
         ] {
             assert!(!publishes(&plan, cfg), "{triple}: {cfg}");
         }
@@ -1167,7 +1169,8 @@ fn every_published_decision_follows_the_defines() {
             && !on("MI_SECURE")
             && !on("MI_GUARDED");
         let advice = publishes(&plan, "mimalloc_adaptive_thp");
-        let purge = v3 && (t.os == "linux" || t.os == "android") && !t.interpreted && !f.no_policy;
+        let cgroups = t.os == "linux" || t.os == "android";
+        let purge = v3 && (cgroups || t.is_windows()) && !t.interpreted && !f.no_policy;
         let expected = [
             ("mimalloc_runs", true),
             ("mimalloc_debug", on("MI_DEBUG")),
@@ -1184,6 +1187,7 @@ fn every_published_decision_follows_the_defines() {
                 advice && on("MI_NO_THP") && on("MI_DEFAULT_ALLOW_THP"),
             ),
             ("mimalloc_background_purge", purge),
+            ("mimalloc_memory_limit", purge && cgroups),
             ("mimalloc_policy", advice || purge),
             (
                 "mimalloc_large_request_cap",
@@ -1208,10 +1212,20 @@ fn every_published_decision_follows_the_defines() {
         assert_eq!(checked, v3 && f.secure, "{context}");
         let page_map_asked = f.secure || f.free_use_pagemap || t.os == "wasi";
         assert_eq!(page_map, v3 && page_map_asked, "{context}");
+    }
+}
+
+/// The policy's huge pages: mimalloc 3 on 64-bit Linux, natively, unless a feature turns them
+/// off.
+#[test]
+fn the_policy_decides_huge_pages_only_on_64_bit_linux() {
+    for (t, f, release, plan) in covered_plans() {
+        let context = format!("{} {f:?} release {release}", t.triple);
         let linux_64 = t.os == "linux" && t.pointer_width == 64;
+        let v3 = plan.version == Version::V3;
         let native = !t.interpreted;
         assert_eq!(
-            advice,
+            publishes(&plan, "mimalloc_adaptive_thp"),
             v3 && linux_64 && !f.no_thp && !f.no_policy && native,
             "{context}"
         );

@@ -130,7 +130,10 @@ pub mod policy;
 #[cfg(mimalloc_runs)]
 mod route;
 // What runs when the program loads, in order: the policy, then the heap profile's environment.
-#[cfg(all(mimalloc_runs, any(target_os = "linux", target_os = "android")))]
+#[cfg(all(
+    mimalloc_runs,
+    any(target_os = "linux", target_os = "android", windows)
+))]
 mod startup;
 #[cfg(mimalloc_runs)]
 pub mod stats;

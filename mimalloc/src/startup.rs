@@ -3,12 +3,15 @@
 //! anything allocates, then the heap profile's environment, whose reading allocates.
 //!
 //! An ELF initializer entry of priority 102: after mimalloc's own initializer (101), which reads
-//! its options, and before any default-priority constructor of the program could allocate.
-//! Each part's shut-down is a finalizer next to its code (`policy/load.rs`,
-//! `profile/environment.rs`), ordered around mimalloc's by its priority there.
+//! its options, and before any default-priority constructor of the program could allocate. On
+//! Windows an entry of the CRT's initializer table (`.CRT$XCU`, where C++ constructors go), which
+//! runs after mimalloc's start in the loader's thread-local-storage callback. Each part's
+//! shut-down is next to its code (`policy/load.rs`, `profile/environment.rs`), ordered around
+//! mimalloc's there.
 
 #[used]
-#[link_section = ".init_array.00102"]
+#[cfg_attr(not(windows), link_section = ".init_array.00102")]
+#[cfg_attr(windows, link_section = ".CRT$XCU")]
 static LOAD: extern "C" fn() = load;
 
 extern "C" fn load() {

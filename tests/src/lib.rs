@@ -211,6 +211,41 @@ fn resident_bytes_from_proc() -> Option<usize> {
     None
 }
 
+/// Under Wine, the resident set the host's kernel counts for this child process, which runs
+/// `test` (see [`child_command`]): a Windows program under Wine is a Linux process of its own
+/// whose command line holds the program's arguments, and Wine shows the host's `/` as drive
+/// `Z:`. Of the processes with `test` among their arguments (a parent run with it as its filter
+/// is one) the child is the one that started last. `None` elsewhere. (Neither `/proc/self`,
+/// which Wine opens in its server process, nor another process's `environ`, which Wine refuses,
+/// would do.)
+pub fn wine_host_resident_bytes(test: &str) -> Option<usize> {
+    if emulator().as_deref() != Some("wine") {
+        return None;
+    }
+    let proc = |pid: &str, file: &str| std::fs::read(format!(r"Z:\proc\{pid}\{file}")).ok();
+    let runs_test = |cmdline: Vec<u8>| cmdline.split(|b| *b == 0).any(|arg| arg == test.as_bytes());
+    let (_, pid) = std::fs::read_dir(r"Z:\proc")
+        .ok()?
+        .filter_map(|entry| {
+            let pid = entry.ok()?.file_name().into_string().ok()?;
+            if !runs_test(proc(&pid, "cmdline")?) {
+                return None;
+            }
+            // The start time, field 22 of `stat`: the 20th after the command's closing bracket.
+            let stat = String::from_utf8(proc(&pid, "stat")?).ok()?;
+            let started: u64 = stat[stat.rfind(')')? + 2..]
+                .split(' ')
+                .nth(19)?
+                .parse()
+                .ok()?;
+            Some((started, pid))
+        })
+        .max()?;
+    let statm = String::from_utf8(proc(&pid, "statm")?).ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
 /// Whether [`resident_bytes`] answers here, for the tests that check that memory went back to
 /// the OS; says why `test` is skipped where it does not.
 pub fn reports_resident_set(test: &str) -> bool {

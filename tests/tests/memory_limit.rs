@@ -13,8 +13,8 @@ static GLOBAL: MiMalloc = MiMalloc;
 
 #[test]
 #[cfg_attr(
-    not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux and Android has)"
+    not(mimalloc_memory_limit),
+    ignore = "this build reads no memory limit (mimalloc 3 on Linux and Android does)"
 )]
 fn child_phase_change_outlives_its_memory_limit() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -25,8 +25,8 @@ fn child_phase_change_outlives_its_memory_limit() {
 /// child after `fork`; a process below half its limit never purges at once.
 #[test]
 #[cfg_attr(
-    not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux and Android has)"
+    not(mimalloc_memory_limit),
+    ignore = "this build reads no memory limit (mimalloc 3 on Linux and Android does)"
 )]
 fn child_limit_is_read_when_the_thread_starts() {
     #[cfg(any(target_os = "linux", target_os = "android"))]

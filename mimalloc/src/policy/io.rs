@@ -34,7 +34,7 @@ pub(crate) fn say(warning: bool, args: core::fmt::Arguments<'_>) {
     line.bytes[line.len] = b'\n';
     // SAFETY: writes `len + 1` initialized bytes of a live buffer; a failed write to stderr has
     // no better place to be reported.
-    unsafe { libc::write(2, line.bytes.as_ptr().cast(), line.len + 1) };
+    unsafe { libc::write(2, line.bytes.as_ptr().cast(), (line.len + 1) as _) };
 }
 
 /// The memory mimalloc has committed, as its statistics count it (`mi_process_info`).

@@ -3,8 +3,10 @@
 //! taken; as the heap grows the heartbeat and the large path poll the policy with the memory
 //! committed; when the program exits or the library is unloaded, the background purge is
 //! stopped. `crate::startup` calls [`load`] in its order with the rest of the crate's start-up;
-//! [`unload`] is a finalizer of priority 102, which runs before mimalloc's own (101: finalizers
-//! run in reverse order), so the thread is gone before mimalloc shuts down.
+//! [`unload`] is an ELF finalizer of priority 102, which runs before mimalloc's own (101:
+//! finalizers run in reverse order), so the thread is gone before mimalloc shuts down. On
+//! Windows [`load`] registers it with the CRT's `atexit`, which runs before mimalloc's end in the
+//! loader's thread-local-storage callback (`policy/purge/windows.rs` has what that means in a DLL).
 //!
 //! The heartbeat is mimalloc's deferred-free hook (`mi_register_deferred_free`), which mimalloc
 //! calls every 1000 allocations that take its slow path, per thread (blocks of 1 KiB or less
@@ -36,8 +38,17 @@ pub(crate) fn load() {
     // SAFETY: `heartbeat` is an `extern "C"` function that stays valid while this code is
     // loaded, and ignores its argument.
     unsafe { ffi::mi_register_deferred_free(Some(heartbeat), core::ptr::null_mut()) };
+    // SAFETY: `unload` is an `extern "C"` function without arguments that stays valid while
+    // this code is loaded (a DLL's `atexit` functions run when it is unloaded). Should the CRT
+    // refuse it (its table full), the thread is ended by the process's exit instead, as when
+    // a program calls `ExitProcess`.
+    #[cfg(windows)]
+    unsafe {
+        libc::atexit(unload)
+    };
 }
 
+#[cfg(not(windows))]
 #[used]
 #[link_section = ".fini_array.00102"]
 static UNLOAD: extern "C" fn() = unload;

@@ -55,7 +55,7 @@ use core::ffi::c_void;
 mod huge;
 #[cfg(mimalloc_policy)]
 mod io;
-#[cfg(mimalloc_background_purge)]
+#[cfg(mimalloc_memory_limit)]
 mod limit;
 #[cfg(mimalloc_policy)]
 mod load;
@@ -132,9 +132,9 @@ pub fn set_background_purge(on: bool) -> BackgroundPurge {
 /// }
 /// ```
 pub fn memory_limit() -> MemoryLimit {
-    #[cfg(mimalloc_background_purge)]
+    #[cfg(mimalloc_memory_limit)]
     return limit::state();
-    #[cfg(not(mimalloc_background_purge))]
+    #[cfg(not(mimalloc_memory_limit))]
     MemoryLimit::NotBuilt
 }
 

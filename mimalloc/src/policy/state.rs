@@ -37,7 +37,7 @@ pub enum BackgroundPurge {
     Off,
     /// The OS refused it a thread (out of threads, or a sandbox that forbids them).
     Refused,
-    /// Not part of this build: other systems than Linux and Android, mimalloc 2, the
+    /// Not part of this build: other systems than Linux, Android and Windows, mimalloc 2, the
     /// `no_policy` feature, or Miri.
     NotBuilt,
 }
@@ -68,7 +68,8 @@ pub enum MemoryLimit {
         prompt_purges: usize,
     },
     /// Not part of this build: where the background purge is not
-    /// ([`BackgroundPurge::NotBuilt`]).
+    /// ([`BackgroundPurge::NotBuilt`]), and on Windows, where it reads no limit (a job
+    /// object's is not read).
     NotBuilt,
 }
 
