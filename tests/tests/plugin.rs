@@ -200,14 +200,17 @@ fn child_plugin_first_used_by_a_thread_that_exits() {
     run_scenario("child_plugin_first_used_by_a_thread_that_exits", false);
 }
 
-/// A library whose heap has grown runs the memory policy's background purge thread; unloading
-/// the library must stop that thread first (its code goes with the library), and loading it
-/// again starts a new one. Three rounds of `dlopen`, growth and `dlclose`, counting the
-/// threads named `mimalloc-purge` after each step.
+/// A library whose heap has grown runs the memory policy's background purge thread, whose code
+/// goes with the library. On Linux unloading the library stops that thread first, and loading
+/// it again starts a new one: three rounds of `dlopen`, growth and `dlclose`, counting the
+/// threads named `mimalloc-purge` after each step. On Windows the thread holds the library
+/// loaded instead (a DLL cannot join a thread while it is unloaded): three rounds of
+/// `LoadLibraryW`, growth and `FreeLibrary`, after which the library is still loaded, then
+/// the purge turned off, after which `FreeLibrary` unloads it.
 #[test]
 #[cfg_attr(
-    not(all(mimalloc_background_purge, target_os = "linux")),
-    ignore = "the thread count is read from Linux's /proc (on Windows a DLL's purge thread holds the library loaded instead: policy/purge/windows.rs)"
+    not(all(mimalloc_background_purge, any(target_os = "linux", windows))),
+    ignore = "the background purge is built with mimalloc 3 on Linux, Android and Windows (and the thread count read from Linux's /proc)"
 )]
 #[cfg_attr(
     all(target_env = "musl", target_feature = "crt-static"),
@@ -229,8 +232,87 @@ fn child_unloaded_plugin_stops_its_purge_thread() {
         );
         return;
     }
-    #[cfg(target_os = "linux")]
     unload_rounds();
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
+fn unload_rounds() {}
+
+#[cfg(windows)]
+fn unload_rounds() {
+    let path = std::env::var_os(PLUGIN_VAR).expect("the parent names the library");
+    let path = host_path(Path::new(&path));
+    for round in 0..3 {
+        assert!(
+            !windows::loaded(&path),
+            "round {round}: loaded before loading"
+        );
+        let grow: extern "C" fn(u32) -> c_int = windows::load(&path, "plugin_grow");
+        assert_eq!(grow(64), 1, "round {round}: the purge thread did not start");
+        windows::free(&path);
+        assert!(
+            windows::loaded(&path),
+            "round {round}: a library whose purge thread runs was unloaded under it"
+        );
+        // The product's way out: hold the library, turn the purge off, free it.
+        let off: extern "C" fn() -> c_int = windows::load(&path, "plugin_purge_off");
+        assert_eq!(off(), 1, "round {round}: the purge is not off");
+        windows::free(&path);
+        assert!(
+            !windows::loaded(&path),
+            "round {round}: the library stayed loaded with its purge off"
+        );
+    }
+    println!("UNLOAD OK: 3 rounds of load, growth and unload, each library held by its purge thread until it was off");
+}
+
+/// The loader calls of the Windows rounds, on the library's UTF-16 path.
+#[cfg(windows)]
+mod windows {
+    use super::HostChar;
+    use std::os::raw::{c_char, c_void};
+
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn LoadLibraryW(path: *const u16) -> *mut c_void;
+        fn GetModuleHandleW(path: *const u16) -> *mut c_void;
+        fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
+        fn FreeLibrary(module: *mut c_void) -> i32;
+    }
+
+    /// Whether the library is loaded, without loading it.
+    pub fn loaded(path: &[HostChar]) -> bool {
+        // SAFETY: a nul-terminated path; no reference is taken.
+        !unsafe { GetModuleHandleW(path.as_ptr()) }.is_null()
+    }
+
+    /// Loads the library (one reference more) and returns its export `name`, a function of
+    /// type `F`.
+    pub fn load<F: Copy>(path: &[HostChar], name: &str) -> F {
+        assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        let name = std::ffi::CString::new(name).unwrap();
+        // SAFETY: a nul-terminated path and name; the library's initializers are the crate's.
+        let function = unsafe {
+            let module = LoadLibraryW(path.as_ptr());
+            assert!(!module.is_null(), "LoadLibraryW failed");
+            GetProcAddress(module, name.as_ptr())
+        };
+        assert!(!function.is_null(), "no export {name:?}");
+        // SAFETY: the caller names an export of type `F` (tests/plugin/src/lib.rs), a function
+        // pointer of the size checked above.
+        unsafe { std::mem::transmute_copy(&function) }
+    }
+
+    /// Drops one reference to the library.
+    pub fn free(path: &[HostChar]) {
+        // SAFETY: a nul-terminated path; the reference dropped is one `load` took.
+        let freed = unsafe {
+            let module = GetModuleHandleW(path.as_ptr());
+            assert!(!module.is_null(), "not loaded");
+            FreeLibrary(module)
+        };
+        assert_ne!(freed, 0, "FreeLibrary failed");
+    }
 }
 
 #[cfg(target_os = "linux")]

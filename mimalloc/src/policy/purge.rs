@@ -5,8 +5,8 @@
 //! so that memory freed and soon reused is not faulted in twice, but it runs the purges it
 //! scheduled only when the program next allocates or frees through an arena: a program that goes
 //! quiet after a burst keeps all it freed. This thread calls `mi_collect(false)` every quarter
-//! of that delay, which runs the purges that are due and nothing else, so memory goes back
-//! within about the delay after the program stops freeing.
+//! of that delay (four times, to reach every arena), which runs the purges that are due and
+//! nothing else, so memory goes back within about the delay after the program stops freeing.
 //!
 //! The thread starts when the program has first committed [`PURGE_FROM`] bytes (a smaller
 //! program has little to give back), from mimalloc's heartbeat at the top of its allocation
@@ -139,11 +139,28 @@ fn work() {
         if let Some(limit) = limit {
             pressed = limit::pressed(limit, pressed);
         }
-        // SAFETY: `mi_collect` may be called from any thread at any time (forced, it runs
-        // every scheduled purge now, program-wide).
-        os::purging(|| unsafe { ffi::mi_collect(pressed) });
+        os::purging(|| purge(pressed));
     }
 }
+
+/// Runs the purges that are due in every arena, or (`forced`) every scheduled purge. A call
+/// that is not forced purges at most a quarter of mimalloc's arenas plus one
+/// (`mi_arenas_try_purge`, each call starting from the same arena and skipping those already
+/// purged), so [`CALLS_FOR_EVERY_ARENA`] calls reach them all; a forced call visits every arena.
+/// Without this a heap of several arenas (on 32-bit targets they are 128 MiB) would get one back
+/// per period.
+fn purge(forced: bool) {
+    let calls = if forced { 1 } else { CALLS_FOR_EVERY_ARENA };
+    for _ in 0..calls {
+        // SAFETY: `mi_collect` may be called from any thread at any time (forced, it runs
+        // every scheduled purge now, program-wide).
+        unsafe { ffi::mi_collect(forced) };
+    }
+}
+
+/// Calls of `mi_collect(false)` that reach every arena: four quarters plus one each cover `n`
+/// arenas for any `n`. A call with nothing due returns at once.
+const CALLS_FOR_EVERY_ARENA: usize = 4;
 
 /// How long the thread sleeps between purges: a quarter of the delay ([`period_ms`]), and at
 /// most [`limit::TICK_MS`] under a memory limit.

@@ -78,6 +78,17 @@ pub extern "C" fn plugin_grow(mebibytes: u32) -> c_int {
     })
 }
 
+/// Turns the memory policy's background purge off, as a product does before it unloads the
+/// library on Windows (where a running purge thread holds the library loaded). Returns 1 if it
+/// is off afterwards, else 0.
+#[no_mangle]
+pub extern "C" fn plugin_purge_off() -> c_int {
+    abort_on_panic(|| {
+        let now = mimalloc::policy::set_background_purge(false);
+        c_int::from(now == mimalloc::policy::BackgroundPurge::Off)
+    })
+}
+
 fn work(seed: u64, blocks: u32) -> u64 {
     let mut shares: Vec<Vec<Block>> = (0..WORKERS).map(|_| Vec::new()).collect();
     for i in 0..blocks {
