@@ -125,24 +125,23 @@ pub(super) fn sleep(ms: OptionValue) -> bool {
 
 /// The thread's name (in `top -H`, `ps -M`, debuggers), at most 15 bytes and a NUL: given
 /// here rather than by the thread itself where the system allows, so that the thread has it by
-/// the time the policy says it runs.
+/// the time the policy says it runs; macOS names only the calling thread, so there the thread
+/// names itself ([`run`]).
 const NAME: &[u8] = b"mimalloc-purge\0";
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
 fn name(thread: libc::pthread_t) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     // SAFETY: `thread` was just made and not joined; the name is NUL-terminated.
-    unsafe { libc::pthread_setname_np(thread, NAME.as_ptr().cast()) };
-}
-
-#[cfg(target_os = "freebsd")]
-fn name(thread: libc::pthread_t) {
+    unsafe {
+        libc::pthread_setname_np(thread, NAME.as_ptr().cast());
+    }
+    #[cfg(target_os = "freebsd")]
     // SAFETY: `thread` was just made and not joined; the name is NUL-terminated.
-    unsafe { libc::pthread_set_name_np(thread, NAME.as_ptr().cast()) };
+    unsafe {
+        libc::pthread_set_name_np(thread, NAME.as_ptr().cast());
+    }
+    let _ = thread;
 }
-
-/// macOS names only the calling thread: the thread names itself in [`run`].
-#[cfg(target_os = "macos")]
-fn name(_thread: libc::pthread_t) {}
 
 /// Wakes the thread for good and joins it.
 pub(super) fn halt(thread: usize) {

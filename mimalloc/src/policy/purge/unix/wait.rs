@@ -5,30 +5,17 @@
 //! public futex, a condition variable whose relative wait no change of the wall clock moves.
 
 use crate::options::OptionValue;
-#[cfg(not(target_os = "macos"))]
 use core::sync::atomic::AtomicU32;
-
-/// The timeout of a wait of `ms` milliseconds.
-fn timespec(ms: OptionValue) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ms / 1000) as _,
-        tv_nsec: ((ms % 1000) * 1_000_000) as _,
-    }
-}
-
-/// The word's address for the kernel (`AtomicU32::as_ptr` needs Rust 1.70): an `AtomicU32`
-/// has the size and layout of a `u32`.
-#[cfg(not(target_os = "macos"))]
-fn address(word: &AtomicU32) -> *mut libc::c_void {
-    (word as *const AtomicU32 as *mut AtomicU32).cast()
-}
 
 /// Sleeps while `word` is 0, for at most `ms` milliseconds; the caller reads the word again
 /// whatever ended the sleep (a wake, the timeout, a signal, a spurious return).
-#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(super) fn wait(word: &AtomicU32, ms: OptionValue) {
-    let timeout = timespec(ms);
-    // SAFETY: waits on a live static word while it is 0, for at most `timeout`, a live local.
+    let timeout = libc::timespec {
+        tv_sec: (ms / 1000) as _,
+        tv_nsec: ((ms % 1000) * 1_000_000) as _,
+    };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: waits on a live word while it is 0, for at most `timeout`, a live local.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
@@ -38,12 +25,26 @@ pub(super) fn wait(word: &AtomicU32, ms: OptionValue) {
             &timeout as *const libc::timespec,
         );
     }
+    #[cfg(target_os = "freebsd")]
+    // SAFETY: waits on a live word while it is 0; an `uaddr` of the size of a `timespec` tells
+    // the kernel that `uaddr2` is a relative timeout, here a live local.
+    unsafe {
+        libc::_umtx_op(
+            address(word),
+            libc::UMTX_OP_WAIT_UINT_PRIVATE,
+            0,
+            core::mem::size_of::<libc::timespec>() as *mut libc::c_void,
+            &timeout as *const libc::timespec as *mut libc::c_void,
+        );
+    }
+    #[cfg(target_os = "macos")]
+    condition::sleep_on(word, &timeout);
 }
 
 /// Ends every sleep on `word`, which the caller changed first.
-#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(super) fn wake(word: &AtomicU32) {
-    // SAFETY: wakes every waiter of a live static word.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: wakes every waiter of a live word.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
@@ -52,30 +53,8 @@ pub(super) fn wake(word: &AtomicU32) {
             i32::MAX,
         );
     }
-}
-
-/// Sleeps while `word` is 0, for at most `ms` milliseconds; the caller reads the word again
-/// whatever ended the sleep.
-#[cfg(target_os = "freebsd")]
-pub(super) fn wait(word: &AtomicU32, ms: OptionValue) {
-    let mut timeout = timespec(ms);
-    // SAFETY: waits on a live static word while it is 0; an `uaddr` of the size of a
-    // `timespec` tells the kernel that `uaddr2` is a relative timeout, here a live local.
-    unsafe {
-        libc::_umtx_op(
-            address(word),
-            libc::UMTX_OP_WAIT_UINT_PRIVATE,
-            0,
-            core::mem::size_of::<libc::timespec>() as *mut libc::c_void,
-            (&mut timeout as *mut libc::timespec).cast(),
-        );
-    }
-}
-
-/// Ends every sleep on `word`, which the caller changed first.
-#[cfg(target_os = "freebsd")]
-pub(super) fn wake(word: &AtomicU32) {
-    // SAFETY: wakes every waiter of a live static word; the two addresses are unused.
+    #[cfg(target_os = "freebsd")]
+    // SAFETY: wakes every waiter of a live word; the two addresses are unused.
     unsafe {
         libc::_umtx_op(
             address(word),
@@ -85,19 +64,27 @@ pub(super) fn wake(word: &AtomicU32) {
             core::ptr::null_mut(),
         );
     }
+    #[cfg(target_os = "macos")]
+    condition::wake_all(word);
 }
 
-#[cfg(target_os = "macos")]
-pub(super) use condition::{forget, wait, wake};
+/// In a forked child, which has no thread asleep: nothing of a kernel's wait outlives the
+/// copy, but a condition variable's state does.
+pub(super) fn forget() {
+    #[cfg(target_os = "macos")]
+    condition::start_afresh();
+}
 
-/// Nothing of a kernel wait outlives a `fork`.
+/// The word's address for the kernel (`AtomicU32::as_ptr` needs Rust 1.70): an `AtomicU32`
+/// has the size and layout of a `u32`.
 #[cfg(not(target_os = "macos"))]
-pub(super) fn forget() {}
+fn address(word: &AtomicU32) -> *mut libc::c_void {
+    (word as *const AtomicU32 as *mut AtomicU32).cast()
+}
 
 /// macOS: a mutex and a condition variable around the word.
 #[cfg(target_os = "macos")]
 mod condition {
-    use super::{timespec, OptionValue};
     use core::cell::UnsafeCell;
     use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -113,29 +100,25 @@ mod condition {
         woken: UnsafeCell::new(libc::PTHREAD_COND_INITIALIZER),
     };
 
-    /// Sleeps while `word` is 0, for at most `ms` milliseconds; the caller reads the word
-    /// again whatever ended the sleep.
-    pub(crate) fn wait(word: &AtomicU32, ms: OptionValue) {
-        let timeout = timespec(ms);
+    pub(crate) fn sleep_on(word: &AtomicU32, timeout: &libc::timespec) {
         // SAFETY: the mutex and condition variable are initialized statically; the word is
-        // read under the mutex that `wake` takes before it signals, so a wake is not lost
-        // between the look and the wait, which releases the mutex while it sleeps.
+        // read under the mutex that `wake_all` takes to signal, so a wake is not lost between
+        // the look and the wait, which releases the mutex while it sleeps.
         unsafe {
             libc::pthread_mutex_lock(SLEEP.lock.get());
             if word.load(Ordering::Acquire) == 0 {
                 libc::pthread_cond_timedwait_relative_np(
                     SLEEP.woken.get(),
                     SLEEP.lock.get(),
-                    &timeout,
+                    timeout,
                 );
             }
             libc::pthread_mutex_unlock(SLEEP.lock.get());
         }
     }
 
-    /// Ends every sleep on `word`, which the caller changed first.
-    pub(crate) fn wake(_word: &AtomicU32) {
-        // SAFETY: initialized statically; the signal is sent under the mutex (see `wait`).
+    pub(crate) fn wake_all(_word: &AtomicU32) {
+        // SAFETY: initialized statically; the signal is sent under the mutex (see `sleep_on`).
         unsafe {
             libc::pthread_mutex_lock(SLEEP.lock.get());
             libc::pthread_cond_broadcast(SLEEP.woken.get());
@@ -143,9 +126,9 @@ mod condition {
         }
     }
 
-    /// In a forked child: the mutex and condition variable start afresh, as the copy may hold
-    /// the state of a sleep of the thread the child did not get.
-    pub(crate) fn forget() {
+    /// The mutex and condition variable made again: the copy may hold the state of a sleep
+    /// of the thread the child did not get.
+    pub(crate) fn start_afresh() {
         // SAFETY: the child has one thread, which runs this, so nothing else uses the two;
         // writing their initial values over them is how they are made again.
         unsafe {
