@@ -212,6 +212,25 @@ lane_musl() { # the suites as static x86_64-unknown-linux-musl programs, policy 
     --lib --tests -- --skip product_
 }
 
+lane_compile_only() { # macOS and FreeBSD, which nothing here runs: the library built and clippy-checked
+  # The Rust side only: rustup cannot add the targets here, so nightly builds their std from
+  # rust-src (-Zbuild-std), and the host's gcc stands in for their C compiler
+  # (scripts/check-only-cc.sh); nothing is linked. macOS runs in the hosted jobs; FreeBSD nowhere.
+  have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
+  rustup component add --toolchain nightly rust-src >/dev/null 2>&1 ||
+    [ -d "$(rustc +nightly --print sysroot)/lib/rustlib/src/rust/library/std" ] ||
+    { skip_lane "nightly has no rust-src, and rustup could not add it"; return 0; }
+  local target env
+  for target in aarch64-apple-darwin x86_64-unknown-freebsd; do
+    env=(env "CC_${target//-/_}=$PWD/scripts/check-only-cc.sh" "AR_${target//-/_}=ar")
+    "${env[@]}" cargo +nightly build -Zbuild-std --quiet --target "$target" -p mimalloc \
+      --features tracking --target-dir target/compile-only
+    "${env[@]}" cargo +nightly clippy -Zbuild-std --quiet --target "$target" -p mimalloc \
+      -p mimalloc-tests --tests --target-dir target/compile-only -- -D warnings
+    echo "$target: the library built (not linked), the library and the tests clippy-clean"
+  done
+}
+
 lane_asan() { # the C side with MI_TRACK_ASAN, the Rust side with -Zsanitizer=address (and LeakSanitizer)
   have_nightly || { skip_lane "no nightly toolchain on this machine"; return 0; }
   local flags="-Zsanitizer=address" target

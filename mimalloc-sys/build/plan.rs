@@ -830,22 +830,28 @@ pub fn adaptive_thp(target: &Target, version: Version, features: &Features) -> b
 /// Whether the safe crate runs the background purge (`cfg(mimalloc_background_purge)`:
 /// `mimalloc/src/policy/purge.rs`), a thread that hands freed memory back to the OS once the
 /// purge delay has passed, which mimalloc 3 otherwise does only when the program allocates or
-/// frees again: mimalloc 3 on Linux and Android (an ELF loader runs the crate's load and unload
-/// hooks, a futex lets the thread sleep until it is woken or its delay passes) and on Windows
-/// (the CRT's initializer table and `atexit`, an event). Elsewhere, and with `no_policy` (a
-/// product that must not get a thread), freed memory goes back when the program touches its
-/// heap again, as in mimalloc.
+/// frees again: mimalloc 3 on Linux, Android and FreeBSD (an ELF loader runs the crate's load
+/// and unload hooks, a futex or `_umtx_op` lets the thread sleep until it is woken or its delay
+/// passes), on macOS (a Mach-O initializer and `atexit`, a condition variable) and on Windows
+/// (the CRT's initializer table and `atexit`, an event). Elsewhere (the other BSDs, iOS, WASI),
+/// with mimalloc 2 (whose `mi_collect` from another thread purges no segment it does not own:
+/// docs/memory-policy.md#mimalloc-2), and with `no_policy` (a product that must not get a
+/// thread), freed memory goes back when the program touches its heap again, as in mimalloc.
 pub fn background_purge(target: &Target, version: Version, features: &Features) -> bool {
-    version == Version::V3
-        && (target.os == "linux" || target.os == "android" || target.is_windows())
-        && !features.no_policy
+    let os = matches!(
+        target.os.as_str(),
+        "linux" | "android" | "freebsd" | "macos" | "windows"
+    );
+    version == Version::V3 && os && !features.no_policy
 }
 
 /// Whether the background purge reads the process's memory limit
 /// (`cfg(mimalloc_memory_limit)`: `mimalloc/src/policy/limit.rs`): where it runs on Linux and
-/// Android, whose cgroups hold a container's limit. A Windows job object's limit is not read.
+/// Android, whose cgroups hold a container's limit. A Windows job object's limit, a FreeBSD
+/// jail's `rctl` limit and macOS's memory pressure are not read.
 pub fn memory_limit(target: &Target, version: Version, features: &Features) -> bool {
-    background_purge(target, version, features) && !target.is_windows()
+    let cgroups = target.os == "linux" || target.os == "android";
+    background_purge(target, version, features) && cgroups
 }
 
 /// The option defaults chosen on the benchmark (BENCHMARKS.md#the-memory-policy and

@@ -1170,7 +1170,8 @@ fn every_published_decision_follows_the_defines() {
             && !on("MI_GUARDED");
         let advice = publishes(&plan, "mimalloc_adaptive_thp");
         let cgroups = t.os == "linux" || t.os == "android";
-        let purge = v3 && (cgroups || t.is_windows()) && !t.interpreted && !f.no_policy;
+        let purge_os = cgroups || t.is_windows() || t.os == "macos" || t.os == "freebsd";
+        let purge = v3 && purge_os && !t.interpreted && !f.no_policy;
         let expected = [
             ("mimalloc_runs", true),
             ("mimalloc_debug", on("MI_DEBUG")),

@@ -132,7 +132,13 @@ mod route;
 // What runs when the program loads, in order: the policy, then the heap profile's environment.
 #[cfg(all(
     mimalloc_runs,
-    any(target_os = "linux", target_os = "android", windows)
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "macos",
+        windows
+    )
 ))]
 mod startup;
 #[cfg(mimalloc_runs)]

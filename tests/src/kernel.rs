@@ -79,11 +79,25 @@ pub fn shows_mappings(test: &str) -> bool {
 /// under an emulator, which stands in for the kernel, nor under a memory tool, whose own
 /// threads, mappings and instrumentation the figures would count.
 pub fn shows_threads(test: &str) -> bool {
-    not_emulated(test, "accounting")
+    lists_threads(test, "accounting")
         && no_memory_tool(
             test,
             "adds threads, mappings and time of its own to the figures",
         )
+}
+
+/// Whether this process's threads can be read from `/proc/self/task` (Linux and Android), from
+/// a real kernel, not an emulator standing in for it ([`not_emulated`]); says why `test` is
+/// skipped where they cannot (macOS, FreeBSD and Windows have no such directory).
+pub fn lists_threads(test: &str, what: &str) -> bool {
+    if !std::path::Path::new("/proc/self/task").is_dir() {
+        crate::skip(
+            test,
+            "this OS has no /proc/self/task to read the threads from",
+        );
+        return false;
+    }
+    not_emulated(test, what)
 }
 
 /// Whether a real kernel answers (natively or in a `qemu-system` guest), not an emulator that

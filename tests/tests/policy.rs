@@ -121,7 +121,7 @@ fn child_large_block_that_crosses_the_threshold_is_born_in_huge_pages() {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 #[cfg_attr(
     feature = "asan",
@@ -162,7 +162,7 @@ const IDLE: &str = "child_an_idle_program_gives_back_a_freed_burst";
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 #[cfg_attr(
     feature = "asan",
@@ -270,7 +270,7 @@ fn quiet_burst() -> bool {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 #[cfg_attr(
     feature = "asan",
@@ -316,12 +316,12 @@ fn check_forked_child() {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 fn child_background_purge_turned_off_and_on_while_running() {
     const TEST: &str = "child_background_purge_turned_off_and_on_while_running";
     if !is_child() {
-        if kernel::not_emulated(TEST, "thread list") {
+        if kernel::lists_threads(TEST, "thread list") {
             in_child(TEST, &[]);
         }
         return;

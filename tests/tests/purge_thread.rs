@@ -74,7 +74,7 @@ fn status_kb(field: &str) -> usize {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 fn child_the_thread_sleeps_a_quarter_of_the_delay() {
     const TEST: &str = "child_the_thread_sleeps_a_quarter_of_the_delay";
@@ -124,7 +124,7 @@ fn child_the_thread_sleeps_a_quarter_of_the_delay() {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 fn child_the_period_follows_mimallocs_delay() {
     const TEST: &str = "child_the_period_follows_mimallocs_delay";
@@ -152,7 +152,7 @@ fn child_the_period_follows_mimallocs_delay() {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 fn child_turning_it_off_wakes_the_thread() {
     const TEST: &str = "child_turning_it_off_wakes_the_thread";
@@ -241,7 +241,7 @@ fn refused_for_want_of_address_space() {
 #[test]
 #[cfg_attr(
     not(mimalloc_background_purge),
-    ignore = "this build has no background purge (mimalloc 3 on Linux, Android and Windows only)"
+    ignore = "this build has no background purge (mimalloc 3 on Linux, Android, FreeBSD, macOS and Windows)"
 )]
 #[cfg_attr(
     feature = "asan",

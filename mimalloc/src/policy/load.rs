@@ -7,6 +7,9 @@
 //! finalizers run in reverse order), so the thread is gone before mimalloc shuts down. On
 //! Windows [`load`] registers it with the CRT's `atexit`, which runs before mimalloc's end in the
 //! loader's thread-local-storage callback (`policy/purge/windows.rs` has what that means in a DLL).
+//! On macOS, where mimalloc's end is an `atexit` function registered by its initializer (clang
+//! registers destructors that way on Darwin), which may run after this crate's, the background purge registers its own stop with `atexit` when
+//! it makes its thread (`policy/purge/unix.rs`), so that the stop runs first.
 //!
 //! The heartbeat is mimalloc's deferred-free hook (`mi_register_deferred_free`), which mimalloc
 //! calls every 1000 allocations that take its slow path, per thread (blocks of 1 KiB or less
@@ -48,12 +51,13 @@ pub(crate) fn load() {
     };
 }
 
-#[cfg(not(windows))]
+#[cfg(not(any(windows, target_os = "macos")))]
 #[used]
 #[link_section = ".fini_array.00102"]
 static UNLOAD: extern "C" fn() = unload;
 
 /// When the program exits or the library is unloaded, before mimalloc shuts down.
+#[cfg(not(target_os = "macos"))]
 extern "C" fn unload() {
     // A library being unloaded must not leave mimalloc calling into its code.
     // SAFETY: unregistering has no precondition.

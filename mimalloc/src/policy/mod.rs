@@ -11,12 +11,12 @@
 //!   a block of 2 MiB or more that takes it past the threshold is born in huge pages, header
 //!   included. The policy reserves the heap's arenas itself to know where the heap is
 //!   (`reserved.rs`); blocks of 2 MiB or more outside them are advised one by one (`huge.rs`).
-//! - **Memory back when quiet** (`cfg(mimalloc_background_purge)`: mimalloc 3 on Linux and
-//!   Android). Once the program has committed 16 MiB, a thread runs mimalloc's due purges every
+//! - **Memory back when quiet** (`cfg(mimalloc_background_purge)`: mimalloc 3 on Linux,
+//!   Android, FreeBSD, macOS and Windows). Once the program has committed 16 MiB, a thread runs mimalloc's due purges every
 //!   quarter of its purge delay, so freed memory goes back within about the delay (4 s by
 //!   default) whether or not the program allocates again (`purge.rs`). Under a container's
-//!   memory limit, it purges everything freed at once while the process holds more than half
-//!   the limit ([`memory_limit`], `limit.rs`).
+//!   memory limit (Linux and Android), it purges everything freed at once while the process
+//!   holds more than half the limit ([`memory_limit`], `limit.rs`).
 //!
 //! Elsewhere (other systems, mimalloc 2, the `no_policy` feature, Miri) neither part exists, and
 //! [`huge_pages`], [`background_purge`] and [`memory_limit`] say so. Where either does, `cfg(mimalloc_policy)` holds: the build plan

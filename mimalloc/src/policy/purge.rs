@@ -117,6 +117,8 @@ fn start() {
         format_args!("background purge every {} ms", period_ms()),
     );
     THREAD.store(thread, Ordering::Relaxed);
+    #[cfg(target_os = "macos")]
+    os::stop_at_exit(unload);
     // Turned off (or unloaded) while it was being created: this caller stops it.
     if !PHASE.move_from(Phase::Starting, Phase::Running, Ordering::AcqRel) {
         os::halt(thread);

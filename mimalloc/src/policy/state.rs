@@ -37,8 +37,8 @@ pub enum BackgroundPurge {
     Off,
     /// The OS refused it a thread (out of threads, or a sandbox that forbids them).
     Refused,
-    /// Not part of this build: other systems than Linux, Android and Windows, mimalloc 2, the
-    /// `no_policy` feature, or Miri.
+    /// Not part of this build: other systems than Linux, Android, FreeBSD, macOS and Windows,
+    /// mimalloc 2, the `no_policy` feature, or Miri.
     NotBuilt,
 }
 
@@ -68,8 +68,8 @@ pub enum MemoryLimit {
         prompt_purges: usize,
     },
     /// Not part of this build: where the background purge is not
-    /// ([`BackgroundPurge::NotBuilt`]), and on Windows, where it reads no limit (a job
-    /// object's is not read).
+    /// ([`BackgroundPurge::NotBuilt`]), and on Windows, macOS and FreeBSD, where it reads no
+    /// limit (a job object's or a jail's is not read).
     NotBuilt,
 }
 

@@ -1,17 +1,20 @@
-//! The background purge's thread on Linux and Android: made with the C library's
-//! `pthread_create` with every signal blocked, asleep on a futex, and safe across `fork` (the
-//! thread finishes any purge before a fork proceeds: a purge in flight would leave mimalloc's
-//! purge guard held in the child, which has no thread and starts its own).
+//! The background purge's thread on Linux, Android, macOS and FreeBSD: made with the C
+//! library's `pthread_create` with every signal blocked, asleep in the system's own wait
+//! (`wait.rs`), and safe across `fork` (the thread finishes any purge before a fork proceeds: a
+//! purge in flight would leave mimalloc's purge guard held in the child, which has no thread
+//! and starts its own).
 
 use crate::options::OptionValue;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+mod wait;
+
 /// The call that makes the thread, for the warning when it fails.
 pub(super) const SPAWN: &str = "pthread_create";
 
-/// The futex the thread sleeps on: raised to wake it for good.
+/// The word the thread sleeps on: raised to wake it for good.
 static STOP: AtomicU32 = AtomicU32::new(0);
 
 /// Held by the thread around each purge, and by `fork` while it copies the process.
@@ -43,9 +46,8 @@ pub(super) fn spawn(work: fn()) -> Result<usize, i32> {
     STOP.store(0, Ordering::Relaxed);
     // SAFETY: all-zero bytes are a valid `sigset_t`, `pthread_attr_t` and `pthread_t` to pass
     // to the initializing calls below, which write them before they are read; each call gets
-    // pointers to live locals, the old signal mask is restored before returning, and the name
-    // is a NUL-terminated string within the 16 bytes Linux allows, given to a thread just made.
-    unsafe {
+    // pointers to live locals, and the old signal mask is restored before returning.
+    let thread = unsafe {
         let (mut all, mut old): (libc::sigset_t, libc::sigset_t) = core::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
@@ -64,10 +66,31 @@ pub(super) fn spawn(work: fn()) -> Result<usize, i32> {
         if made != 0 {
             return Err(made);
         }
-        // Named here rather than by the thread itself, so that it has its name (in `top -H`,
-        // debuggers, /proc) by the time the policy says it runs. At most 15 bytes and a NUL.
-        libc::pthread_setname_np(thread, b"mimalloc-purge\0".as_ptr().cast());
-        Ok(thread as usize)
+        thread
+    };
+    name(thread);
+    Ok(thread as usize)
+}
+
+/// macOS: `stop` runs when the program exits, before mimalloc's end. Registered with `atexit`
+/// when the first thread has been made, after mimalloc's initializer has registered its end (a
+/// heap of `PURGE_FROM` bytes has been through it), so that it runs before that end: `atexit`
+/// functions run last registered first. Once: a stop finds no thread after the first.
+#[cfg(target_os = "macos")]
+pub(super) fn stop_at_exit(stop: fn()) {
+    static STOP_AT_EXIT: AtomicUsize = AtomicUsize::new(0);
+    extern "C" fn at_exit() {
+        // SAFETY: `stop_at_exit` stored a `fn()` cast to a `usize`, which has its size, before
+        // registering this function.
+        let stop: fn() =
+            unsafe { core::mem::transmute::<usize, fn()>(STOP_AT_EXIT.load(Ordering::Relaxed)) };
+        stop();
+    }
+    if STOP_AT_EXIT.swap(stop as usize, Ordering::Relaxed) == 0 {
+        // SAFETY: `at_exit` is an `extern "C"` function without arguments that stays valid as
+        // long as this code is loaded. Should `atexit` refuse it, the thread ends with the
+        // process, as it does when a program calls `_exit`.
+        unsafe { libc::atexit(at_exit) };
     }
 }
 
@@ -76,6 +99,11 @@ extern "C" fn run(work: *mut c_void) -> *mut c_void {
     // SAFETY: `spawn` passes a `fn()` cast to a pointer, which has its size and comes back
     // unchanged.
     let work: fn() = unsafe { core::mem::transmute::<*mut c_void, fn()>(work) };
+    #[cfg(target_os = "macos")]
+    // SAFETY: names the calling thread; the name is NUL-terminated.
+    unsafe {
+        libc::pthread_setname_np(NAME.as_ptr().cast())
+    };
     work();
     core::ptr::null_mut()
 }
@@ -91,45 +119,38 @@ pub(super) fn purging(purge: impl FnOnce()) {
 
 /// Sleeps `ms` milliseconds or until stopped; whether to go on.
 pub(super) fn sleep(ms: OptionValue) -> bool {
-    let timeout = libc::timespec {
-        tv_sec: (ms / 1000) as _,
-        tv_nsec: ((ms % 1000) * 1_000_000) as _,
-    };
-    // SAFETY: waits on a static word while it is 0, for at most `timeout`; any outcome (woken,
-    // timed out, interrupted) is answered by reading the word again.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            stop_word(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            0u32,
-            &timeout as *const libc::timespec,
-        );
-    }
+    wait::wait(&STOP, ms);
     STOP.load(Ordering::Acquire) == 0
 }
 
-/// The futex word of [`STOP`] (`AtomicU32::as_ptr` needs Rust 1.70): an `AtomicU32` has the
-/// size and layout of a `u32`.
-fn stop_word() -> *const u32 {
-    (&STOP as *const AtomicU32).cast::<u32>()
+/// The thread's name (in `top -H`, `ps -M`, debuggers), at most 15 bytes and a NUL: given
+/// here rather than by the thread itself where the system allows, so that the thread has it by
+/// the time the policy says it runs; macOS names only the calling thread, so there the thread
+/// names itself ([`run`]).
+const NAME: &[u8] = b"mimalloc-purge\0";
+
+fn name(thread: libc::pthread_t) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: `thread` was just made and not joined; the name is NUL-terminated.
+    unsafe {
+        libc::pthread_setname_np(thread, NAME.as_ptr().cast());
+    }
+    #[cfg(target_os = "freebsd")]
+    // SAFETY: `thread` was just made and not joined; the name is NUL-terminated.
+    unsafe {
+        libc::pthread_set_name_np(thread, NAME.as_ptr().cast());
+    }
+    let _ = thread;
 }
 
 /// Wakes the thread for good and joins it.
 pub(super) fn halt(thread: usize) {
     STOP.store(1, Ordering::Release);
-    // SAFETY: wakes every waiter of a static word; `thread` is the thread that `spawn` made
-    // and nobody joined yet (only the caller that moved the phase away from `Running`, or from
-    // `Starting` after creating it, gets here).
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            stop_word(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        );
-        libc::pthread_join(thread as libc::pthread_t, core::ptr::null_mut());
-    }
+    wait::wake(&STOP);
+    // SAFETY: `thread` is the thread that `spawn` made and nobody joined yet (only the caller
+    // that moved the phase away from `Running`, or from `Starting` after creating it, gets
+    // here).
+    unsafe { libc::pthread_join(thread as libc::pthread_t, core::ptr::null_mut()) };
 }
 
 extern "C" fn before_fork() {
@@ -145,6 +166,7 @@ extern "C" fn after_fork() {
 extern "C" fn in_child() {
     // SAFETY: the child's only thread locked it in `before_fork`, before the copy.
     unsafe { libc::pthread_mutex_unlock(WORK.0.get()) };
+    wait::forget();
     let in_child = IN_CHILD.load(Ordering::Relaxed);
     if in_child != 0 {
         // SAFETY: `load` stored a `fn()` cast to a `usize`, which has its size.
