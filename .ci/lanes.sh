@@ -95,6 +95,8 @@ lane_bench() { # the benchmark's crates: their tests, and every workload on ever
   # Speed is not checked, only results.
   command -v cmake >/dev/null || need_packages cmake
   suite "benchmark quick run" cargo test -p mimalloc-bench --test quick_run -- --ignored
+  # `limit` at full scale in memory cgroups (as root; says SKIPPED elsewhere).
+  suite "phase change under a memory limit" cargo test -p mimalloc-bench --test limit_run -- --ignored
   # `product` on examples/product (every variant, quick mode) and the products it must refuse.
   suite "product command" cargo test -p mimalloc-bench --test product_run -- --include-ignored
   # The published regorus with its memory limits served by adapters/regorus: its own tests.

@@ -184,8 +184,9 @@ pub const EVERY_BLOCK_GUARDED: [(&str, &str); 3] = [
 /// The memory the OS really holds for this process (its resident set), where it can be told:
 /// `/proc/self/statm` on Linux, the working set on Windows and the resident size on macOS (which
 /// mimalloc reads from the OS there). `None` under an emulator that stands in for the kernel
-/// (qemu-user's figure would be qemu's, Wine's is made up; a `qemu-system` guest's kernel counts
-/// for real) and elsewhere. mimalloc's own `current_rss` on Linux is its committed memory, which
+/// (qemu-user's figure would be qemu's; Wine's working set counts Wine's own libraries too, so
+/// the tests that read it under Wine say so and read the host's count beside it:
+/// [`wine_host_resident_bytes`]; a `qemu-system` guest's kernel counts for real) and elsewhere. mimalloc's own `current_rss` on Linux is its committed memory, which
 /// purged memory still counts in: see `mimalloc::stats::Stats::committed`.
 pub fn resident_bytes() -> Option<usize> {
     if os_emulator().is_some() {

@@ -34,7 +34,7 @@ pub fn run(options: &Options, command: String) -> Result<(), String> {
     verdict(checks, &failures)
 }
 
-fn build(options: &Options, places: &Places) -> Result<Binaries, String> {
+pub(crate) fn build(options: &Options, places: &Places) -> Result<Binaries, String> {
     let spinner = progress::spinner("building the driver binaries (the first build takes minutes)");
     let report = |name: &str, built: &binaries::Built| {
         spinner.println(format!("built {name:<12} in {:6.1} s", built.seconds));
@@ -76,7 +76,7 @@ fn measure_all(options: &Options, binaries: &Binaries) -> (Samples, Vec<String>)
 /// huge pages after one that freed hundreds of MiB of 4 KiB pages spent 0.4 s more in the kernel
 /// than after one that freed huge pages (BENCHMARKS.md#noise), and a fixed rotation put the
 /// same allocator after the system allocator in every round.
-fn turn(round: usize, variants: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn turn(round: usize, variants: usize) -> impl Iterator<Item = usize> {
     let mut order: Vec<usize> = (0..variants).collect();
     let mut rng = Rng::new(0x7u64.wrapping_add(round as u64));
     for i in (1..variants).rev() {

@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod floor;
 mod instructions;
+mod limit;
 mod machine;
 mod measure;
 mod options;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         }
         Command::Compare => compare::run(&options, command),
         Command::Instructions => instructions::run(&options),
+        Command::Limit => limit::run(&options, command),
         Command::BuildTimes => {
             build_times::run(options.rounds, &binaries::Places::new(options.out.clone()))
         }

@@ -54,7 +54,7 @@ pub fn run(
             finished.stderr.trim()
         ));
     }
-    let run = sample(&finished.stdout, finished.usage, &what)?;
+    let run = finished.sample(&what)?;
     Ok(match workload.timing {
         Timing::Run => run,
         Timing::WholeProcess => Sample {
@@ -127,6 +127,12 @@ pub fn run_to_end(mut command: Command, what: &str, output: Output) -> Result<Fi
 }
 
 impl Finished {
+    /// The sample in a driver's line, with what the kernel accounted for its process, once its
+    /// checksum is the expected one.
+    pub fn sample(&self, what: &str) -> Result<Sample, String> {
+        sample(&self.stdout, self.usage, what)
+    }
+
     /// The last `lines` lines of its stderr.
     pub fn stderr_tail(&self, lines: usize) -> String {
         let all: Vec<&str> = self.stderr.lines().collect();

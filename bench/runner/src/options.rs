@@ -12,6 +12,8 @@ pub const USAGE: &str = "\
 usage: mimalloc-bench [OPTIONS]                  every workload on every allocator, alternating
        mimalloc-bench instructions [OPTIONS]     instructions per small allocate+free pair (valgrind)
        mimalloc-bench build-times [--rounds N]   clean build of mimalloc-sys vs the peer's libmimalloc-sys
+       mimalloc-bench limit [OPTIONS]            a phase change in a 480 MiB memory cgroup: survived
+                                                 or killed, per allocator (root; --workloads unused)
        mimalloc-bench product --manifest-path PATH [PRODUCT OPTIONS] [-- ARGS...]
                                                  your program, built on each allocator, run alternating
 
@@ -45,14 +47,16 @@ pub enum Command {
     Compare,
     Instructions,
     BuildTimes,
+    Limit,
     List,
     Product,
 }
 
 /// The subcommands, by the first argument that names them; without one, the comparison runs.
-const SUBCOMMANDS: [(&str, Command); 3] = [
+const SUBCOMMANDS: [(&str, Command); 4] = [
     ("instructions", Command::Instructions),
     ("build-times", Command::BuildTimes),
+    ("limit", Command::Limit),
     ("product", Command::Product),
 ];
 
@@ -124,9 +128,11 @@ pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Pars
     let command = subcommand(&mut parser);
     // Exhaustive, so that a new subcommand has to say here which options it takes.
     match command {
-        Command::Compare | Command::Instructions | Command::BuildTimes | Command::List => {
-            Ok(Parsed::Workloads(common(&mut parser)?.resolve(command)?))
-        }
+        Command::Compare
+        | Command::Instructions
+        | Command::BuildTimes
+        | Command::Limit
+        | Command::List => Ok(Parsed::Workloads(common(&mut parser)?.resolve(command)?)),
         Command::Product => Ok(Parsed::Product(product(&mut parser)?)),
     }
 }

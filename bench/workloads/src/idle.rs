@@ -49,7 +49,7 @@ fn byte(i: usize) -> u8 {
     (i as u8).wrapping_mul(11) ^ (i >> 8) as u8
 }
 
-fn prepare(scale: Scale) -> Run {
+pub(crate) fn prepare(scale: Scale) -> Run {
     let bytes = scale.of(BURST);
     // The generator's answer: the same sizes and bytes, summed without an object.
     let (mut rng, mut total, mut i, mut expected) = (Rng::new(71), 0, 0, 0u64);
