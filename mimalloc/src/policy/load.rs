@@ -8,8 +8,9 @@
 //! Windows [`load`] registers it with the CRT's `atexit`, which runs before mimalloc's end in the
 //! loader's thread-local-storage callback (`policy/purge/windows.rs` has what that means in a DLL).
 //! On macOS, where mimalloc's end is an `atexit` function registered by its initializer (clang
-//! registers destructors that way on Darwin), which may run after this crate's, the background purge registers its own stop with `atexit` when
-//! it makes its thread (`policy/purge/unix.rs`), so that the stop runs first.
+//! registers destructors that way on Darwin), which may run after this crate's, the background
+//! purge registers its own stop with `atexit` when it makes its thread (`policy/purge/unix.rs`),
+//! so that the stop runs first.
 //!
 //! The heartbeat is mimalloc's deferred-free hook (`mi_register_deferred_free`), which mimalloc
 //! calls every 1000 allocations that take its slow path, per thread (blocks of 1 KiB or less

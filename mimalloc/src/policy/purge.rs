@@ -13,9 +13,10 @@
 //! slow path, where mimalloc holds no lock and allows reentrant work. It is made by the OS's own
 //! call, which takes no lock of Rust's and allocates nothing through Rust, on a small stack, and
 //! sleeps in a wait that is woken at once to stop; each OS's part is a module of its own
-//! (`policy/purge/unix.rs`: `pthread_create`, a futex, `fork`; `policy/purge/windows.rs`:
-//! `CreateThread`, an event, the unloading of a DLL), which this one hands its entry points. When the program exits, or the library that holds this crate
-//! is unloaded, the thread is stopped and joined before mimalloc shuts down.
+//! (`policy/purge/unix.rs`: `pthread_create`, each Unix's wait, `fork`;
+//! `policy/purge/windows.rs`: `CreateThread`, an event, the unloading of a DLL), which this one
+//! hands its entry points. When the program exits, or the library that holds this crate is
+//! unloaded, the thread is stopped and joined before mimalloc shuts down.
 //!
 //! `MIMALLOC_BACKGROUND_PURGE=0` or [`crate::policy::set_background_purge`] turns it off.
 //!
