@@ -50,7 +50,11 @@ fn byte(i: usize) -> u8 {
 }
 
 pub(crate) fn prepare(scale: Scale) -> Run {
-    let bytes = scale.of(BURST);
+    prepare_burst(scale.of(BURST))
+}
+
+/// A burst of objects that hold `bytes` in all, built, read back and freed.
+pub(crate) fn prepare_burst(bytes: usize) -> Run {
     // The generator's answer: the same sizes and bytes, summed without an object.
     let (mut rng, mut total, mut i, mut expected) = (Rng::new(71), 0, 0, 0u64);
     while total < bytes {
@@ -81,11 +85,17 @@ fn burst(bytes: usize) -> u64 {
     })
 }
 
-/// Light traffic: one small allocation a millisecond, written, read and freed.
 fn quiet_with_traffic(scale: Scale) -> Option<u64> {
+    traffic(scale.of(QUIET_MS));
+    resident_kib()
+}
+
+/// Light traffic for `ms` milliseconds: one small allocation a millisecond, written, read and
+/// freed.
+pub(crate) fn traffic(ms: usize) {
     let mut rng = Rng::new(73);
     let start = Instant::now();
-    for ms in 0..scale.of(QUIET_MS) {
+    for ms in 0..ms {
         let block = black_box(vec![ms as u8; object_len(&mut rng)]);
         black_box(block.iter().map(|&b| u64::from(b)).sum::<u64>());
         drop(block);
@@ -93,7 +103,6 @@ fn quiet_with_traffic(scale: Scale) -> Option<u64> {
         let next = start + Duration::from_millis(ms as u64 + 1);
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
-    resident_kib()
 }
 
 /// No allocation at all: the process only sleeps.
@@ -106,7 +115,7 @@ fn quiet_still(scale: Scale) -> Option<u64> {
 /// on the stack (and opened by a path std converts on the stack), so that reading it allocates
 /// nothing: `idle-still` stays without an allocation to the end.
 #[cfg(target_os = "linux")]
-fn resident_kib() -> Option<u64> {
+pub(crate) fn resident_kib() -> Option<u64> {
     use std::io::Read;
     let mut buffer = [0u8; 8192];
     let mut file = std::fs::File::open("/proc/self/status").ok()?;
@@ -125,6 +134,6 @@ fn resident_kib() -> Option<u64> {
 
 /// Elsewhere the figure is not read: the platforms' counters differ in what they count.
 #[cfg(not(target_os = "linux"))]
-fn resident_kib() -> Option<u64> {
+pub(crate) fn resident_kib() -> Option<u64> {
     None
 }

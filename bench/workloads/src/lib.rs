@@ -14,6 +14,7 @@
 
 pub mod driver;
 
+mod bursty;
 mod cross_thread;
 mod document_tree;
 mod growth;
@@ -128,6 +129,7 @@ pub const ALL: &[Workload] = &[
     short_lived::WORKLOAD,
     idle::RETURN,
     idle::STILL,
+    bursty::WORKLOAD,
 ];
 
 /// The workloads that only mean something under a memory limit (the runner's `limit` command),

@@ -1,0 +1,53 @@
+//! A bursty service: four bursts of about 128 MiB of small objects (32-512 bytes), each built,
+//! read back and freed, and after each half a second of light traffic (one small allocation a
+//! millisecond). The bursts and the first three pauses are the run, whose *CPU time* is the
+//! figure (its wall time is mostly the pauses); the last pause is the quiet phase, after which
+//! the process reads its resident memory. An allocator that gives a freed burst back during a
+//! pause ends lean and pays for it in the next burst's page faults; one that keeps it runs the
+//! bursts in memory it already has and ends holding a burst. The pause is shorter than
+//! mimalloc 3's default delay before freed arena memory is purged (`purge_delay` x
+//! `arena_purge_mult`, 1 s x 4), which is what this workload puts to the test.
+
+use crate::{Outcome, Run, Scale, Timing, Workload, idle, mix};
+
+pub const WORKLOAD: Workload = Workload {
+    name: "bursty",
+    summary: "4 bursts of 128 MiB of small objects, each dropped and followed by 500 ms of light traffic (CPU time); resident memory then",
+    prepare,
+    timing: Timing::Run,
+    quiet: Some(last_pause),
+};
+
+const MIB: usize = 1 << 20;
+const BURSTS: usize = 4;
+/// The bytes of one burst's objects at full scale.
+const BURST: usize = 128 * MIB;
+/// The light traffic after each burst, at full scale.
+const PAUSE_MS: usize = 500;
+
+fn prepare(scale: Scale) -> Run {
+    let bursts: Vec<Run> = (0..BURSTS)
+        .map(|_| idle::prepare_burst(scale.of(BURST)))
+        .collect();
+    Box::new(move || {
+        let mut sum = Outcome {
+            checksum: 0,
+            expected: 0,
+        };
+        for (i, burst) in bursts.into_iter().enumerate() {
+            if i > 0 {
+                idle::traffic(scale.of(PAUSE_MS));
+            }
+            let outcome = burst();
+            sum.checksum = mix(sum.checksum, outcome.checksum);
+            sum.expected = mix(sum.expected, outcome.expected);
+        }
+        sum
+    })
+}
+
+/// The pause after the last burst, then the resident memory.
+fn last_pause(scale: Scale) -> Option<u64> {
+    idle::traffic(scale.of(PAUSE_MS));
+    idle::resident_kib()
+}
