@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """regorus' own benchmarks on three allocators, alternating (scripts/regorus.sh bench).
 
-    scripts/regorus-report.py DIR EVAL_ARGS...
+    scripts/regorus-report.py DIR EVAL_ARGS... [-- EVAL_ARGS...]...
 
 DIR holds the two copies scripts/regorus.sh setup unpacks: own/ (regorus as published, on
 its `regorus-mimalloc`) and ours/ (on this workspace's `mimalloc`). Four builds:
@@ -14,8 +14,9 @@ its `regorus-mimalloc`) and ours/ (on this workspace's `mimalloc`). Four builds:
 Builds the criterion benchmarks aci_benchmark and engine_evaluation_benchmark and the
 `regorus` example of each, then runs them in rounds, each round starting the turn with the
 next allocator: criterion's own estimate per benchmark (`--output-format bencher`), and the
-wall time and peak RSS (GNU time's %M) of one `regorus EVAL_ARGS...` per round. Prints Markdown
-tables of medians and paired ratios (the median over rounds of the ratio within a round).
+wall time and peak RSS (GNU time's %M) of one `regorus EVAL_ARGS...` per round, for each
+command the `--` separate. Prints Markdown tables of medians and paired ratios (the median over
+rounds of the ratio within a round).
 REGORUS_ROUNDS sets the criterion rounds (default 5; 0 runs only the eval rounds).
 """
 
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 ROUNDS = int(os.environ.get("REGORUS_ROUNDS", "5"))
-EVAL_ROUNDS = 15
+EVAL_ROUNDS = 31
 BUILDS = [("system", "ours", ""), ("own", "own", "mimalloc"), ("ours", "ours", "mimalloc"),
           ("ours-v2", "ours", "mimalloc,mimalloc/v2")]
 NAMES = [n for n, _, _ in BUILDS]
@@ -128,9 +129,11 @@ def criterion_rounds(built):
     return samples
 
 
-def eval_rounds(built, eval_args):
-    columns = [(n, n, None) for n in NAMES]
-    columns.append(("ours, MIMALLOC_ALLOW_THP=0", "ours", {"MIMALLOC_ALLOW_THP": "0"}))
+EVAL_COLUMNS = [(n, n, None) for n in NAMES] + [
+    ("ours, MIMALLOC_ALLOW_THP=0", "ours", {"MIMALLOC_ALLOW_THP": "0"})]
+
+
+def eval_rounds(built, eval_args, columns=EVAL_COLUMNS):
     results = {c[0]: ([], []) for c in columns}
     for r in range(EVAL_ROUNDS):
         for i in range(len(columns)):
@@ -139,7 +142,7 @@ def eval_rounds(built, eval_args):
             seconds, rss = run_eval(copy_dir, exes["regorus"], eval_args, env)
             results[label][0].append(seconds)
             results[label][1].append(rss)
-    return columns, results
+    return results
 
 
 def report_criterion(samples):
@@ -159,17 +162,32 @@ def report_criterion(samples):
         f"{a} / {b} {math.exp(sum(v) / len(v)):.3f}x" for (a, b), v in logs.items()))
 
 
-def report_eval(columns, results, eval_args):
+def report_eval(results, eval_args):
+    """Medians, and each allocator's time and peak RSS against `own`'s in the same round."""
     print(f"\n`regorus {' '.join(eval_args)}`, {EVAL_ROUNDS} rounds:\n")
-    print("| allocator | median wall time | median peak RSS |")
-    print("|---|---:|---:|")
-    for label, _, _ in columns:
-        times, rss = results[label]
-        print(f"| {label} | {statistics.median(times) * 1e3:.1f} ms | {statistics.median(rss):.1f} MiB |")
+    print("| allocator | median wall time | median peak RSS | time vs own | peak RSS vs own |")
+    print("|---|---:|---:|---:|---:|")
+    own_times, own_rss = results["own"]
+    for label, (times, rss) in results.items():
+        print(f"| {label} | {statistics.median(times) * 1e3:.1f} ms | {statistics.median(rss):.1f} MiB"
+              f" | {paired(times, own_times):.3f}x | {paired(rss, own_rss):.3f}x |")
+
+
+def commands(args):
+    """The eval commands of the command line: argument lists separated by `--`."""
+    groups = [[]]
+    for arg in args:
+        if arg == "--":
+            groups.append([])
+        else:
+            groups[-1].append(arg)
+    if not all(groups):
+        sys.exit("an empty regorus command: give EVAL_ARGS... [-- EVAL_ARGS...]...")
+    return groups
 
 
 def main():
-    base, eval_args = sys.argv[1], sys.argv[2:]
+    base, examples = sys.argv[1], commands(sys.argv[2:])
     if not os.access(GNU_TIME, os.X_OK):
         sys.exit(f"{GNU_TIME} (GNU time) measures the peak RSS: apt-get install time")
     built = build(base)
@@ -178,8 +196,8 @@ def main():
         report_criterion(criterion_rounds(built))
     else:
         print("criterion benchmarks skipped: REGORUS_ROUNDS=0", flush=True)
-    columns, results = eval_rounds(built, eval_args)
-    report_eval(columns, results, eval_args)
+    for eval_args in examples:
+        report_eval(eval_rounds(built, eval_args), eval_args)
 
 
 if __name__ == "__main__":
