@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """regorus' own benchmarks on three allocators, alternating (scripts/regorus.sh bench).
 
-    scripts/regorus-report.py DIR EVAL_ARGS...
+    scripts/regorus-report.py DIR [NAME=VALUE...] EVAL_ARGS... [-- [NAME=VALUE...] EVAL_ARGS...]...
 
 DIR holds the two copies scripts/regorus.sh setup unpacks: own/ (regorus as published, on
 its `regorus-mimalloc`) and ours/ (on this workspace's `mimalloc`). Four builds:
@@ -14,9 +14,10 @@ its `regorus-mimalloc`) and ours/ (on this workspace's `mimalloc`). Four builds:
 Builds the criterion benchmarks aci_benchmark and engine_evaluation_benchmark and the
 `regorus` example of each, then runs them in rounds, each round starting the turn with the
 next allocator: criterion's own estimate per benchmark (`--output-format bencher`), and the
-wall time and peak RSS (GNU time's %M) of one `regorus EVAL_ARGS...` per round. Prints Markdown
-tables of medians and paired ratios (the median over rounds of the ratio within a round).
-REGORUS_ROUNDS sets the criterion rounds (default 5; 0 runs only the eval rounds).
+wall time and peak RSS (GNU time's %M) of one `regorus EVAL_ARGS...` per round, for each
+command the `--` separate. Prints Markdown tables of medians and paired ratios (the median over
+rounds of the ratio within a round).
+REGORUS_ROUNDS sets the criterion rounds (default 5; 0 builds and runs only the evals).
 """
 
 import json
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 ROUNDS = int(os.environ.get("REGORUS_ROUNDS", "5"))
-EVAL_ROUNDS = 15
+EVAL_ROUNDS = 31
 BUILDS = [("system", "ours", ""), ("own", "own", "mimalloc"), ("ours", "ours", "mimalloc"),
           ("ours-v2", "ours", "mimalloc,mimalloc/v2")]
 NAMES = [n for n, _, _ in BUILDS]
@@ -46,7 +47,10 @@ BENCHER_LINE = re.compile(r"^test (.+?) \.\.\. bench:\s+([\d,]+) ns/iter")
 
 
 def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")}
+    """The environment without mimalloc's options or Rust's backtrace switches, which change
+    what a failing `regorus eval` does: a command sets those itself."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MIMALLOC_") and k not in ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE")}
     env.update(extra or {})
     return env
 
@@ -72,8 +76,10 @@ def build(base):
         copy_dir = os.path.join(base, copy)
         target = os.path.join(base, f"target-{name}")
         print(f"==> building {name} ({copy}/{', --features ' + features if features else ''})", flush=True)
-        exes = cargo_executables(copy_dir, target, features,
-                                 ["bench", "--no-run"] + [a for b, _ in BENCHES for a in ("--bench", b)])
+        exes = {}
+        if ROUNDS > 0:  # the criterion benchmarks only where they run
+            exes = cargo_executables(copy_dir, target, features,
+                                     ["bench", "--no-run"] + [a for b, _ in BENCHES for a in ("--bench", b)])
         # `cargo bench` builds in release and refuses `--release`; `cargo build` needs it.
         exes.update(cargo_executables(copy_dir, target, features,
                                       ["build", "--release", "--example", "regorus"]))
@@ -96,18 +102,19 @@ def run_criterion(copy_dir, exe, flt):
 
 
 def run_eval(copy_dir, exe, eval_args, env=None):
-    """Wall time and peak RSS of one run. The RSS comes from GNU time, not from this process's
-    wait4: Linux starts a spawned child's peak RSS at its parent's (Python's ~15 MiB, more than
-    regorus eval's own on the system allocator), while GNU time's is a few hundred KiB."""
+    """Wall time, peak RSS and exit status of one run. The RSS comes from GNU time, not from
+    this process's wait4: Linux starts a spawned child's peak RSS at its parent's (Python's
+    ~15 MiB, more than regorus eval's own on the system allocator), while GNU time's is a few
+    hundred KiB."""
     with tempfile.NamedTemporaryFile("r") as report:
         command = [GNU_TIME, "-f", "%M", "-o", report.name, exe, *eval_args]
         start = time.monotonic()
         done = subprocess.run(command, cwd=copy_dir, env=clean_env(env), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
         seconds = time.monotonic() - start
-        if done.returncode != 0:
-            sys.exit(f"regorus eval failed on {exe}: {done.stderr}")
-        return seconds, int(report.read().split()[-1]) / 1024.0  # KiB
+        # GNU time reports a failed command's status on a line of its own before the figure.
+        rss = int(report.read().split()[-1]) / 1024.0  # KiB
+        return seconds, rss, done.returncode
 
 
 def paired(a, b):
@@ -128,18 +135,28 @@ def criterion_rounds(built):
     return samples
 
 
-def eval_rounds(built, eval_args):
-    columns = [(n, n, None) for n in NAMES]
-    columns.append(("ours, MIMALLOC_ALLOW_THP=0", "ours", {"MIMALLOC_ALLOW_THP": "0"}))
-    results = {c[0]: ([], []) for c in columns}
+EVAL_COLUMNS = [(n, n, None) for n in NAMES] + [
+    ("ours, MIMALLOC_ALLOW_THP=0", "ours", {"MIMALLOC_ALLOW_THP": "0"})]
+
+
+def eval_rounds(built, command, columns=EVAL_COLUMNS):
+    """Each column's times and peak RSS, and the one exit status every run ended with: a
+    command may fail (the README's aci example does, in 0.14), but only the same way on every
+    allocator, or they did not do the same work."""
+    command_env, eval_args = command
+    results, statuses = {c[0]: ([], []) for c in columns}, set()
     for r in range(EVAL_ROUNDS):
         for i in range(len(columns)):
             label, name, env = columns[(i + r) % len(columns)]
             copy_dir, exes = built[name]
-            seconds, rss = run_eval(copy_dir, exes["regorus"], eval_args, env)
+            seconds, rss, status = run_eval(copy_dir, exes["regorus"], eval_args,
+                                            {**command_env, **(env or {})})
             results[label][0].append(seconds)
             results[label][1].append(rss)
-    return columns, results
+            statuses.add(status)
+    if len(statuses) > 1:
+        sys.exit(f"regorus {' '.join(eval_args)}: exit statuses differ between runs: {sorted(statuses)}")
+    return results, statuses.pop()
 
 
 def report_criterion(samples):
@@ -159,17 +176,43 @@ def report_criterion(samples):
         f"{a} / {b} {math.exp(sum(v) / len(v)):.3f}x" for (a, b), v in logs.items()))
 
 
-def report_eval(columns, results, eval_args):
-    print(f"\n`regorus {' '.join(eval_args)}`, {EVAL_ROUNDS} rounds:\n")
-    print("| allocator | median wall time | median peak RSS |")
-    print("|---|---:|---:|")
-    for label, _, _ in columns:
-        times, rss = results[label]
-        print(f"| {label} | {statistics.median(times) * 1e3:.1f} ms | {statistics.median(rss):.1f} MiB |")
+def report_eval(results, status, command):
+    """Medians, and each allocator's time and peak RSS against `own`'s in the same round."""
+    command_env, eval_args = command
+    words = [f"{k}={v}" for k, v in command_env.items()] + ["regorus", *eval_args]
+    ended = f", every run exiting with status {status}" if status else ""
+    print(f"\n`{' '.join(words)}`, {EVAL_ROUNDS} rounds{ended}:\n")
+    print("| allocator | median wall time | median peak RSS | time vs own | peak RSS vs own |")
+    print("|---|---:|---:|---:|---:|")
+    own_times, own_rss = results["own"]
+    for label, (times, rss) in results.items():
+        print(f"| {label} | {statistics.median(times) * 1e3:.1f} ms | {statistics.median(rss):.1f} MiB"
+              f" | {paired(times, own_times):.3f}x | {paired(rss, own_rss):.3f}x |")
+
+
+def commands(args):
+    """The eval commands of the command line, separated by `--`: each its environment (the
+    leading NAME=VALUE words, as env(1) takes them) and its arguments."""
+    groups = [[]]
+    for arg in args:
+        if arg == "--":
+            groups.append([])
+        else:
+            groups[-1].append(arg)
+    parsed = []
+    for words in groups:
+        env = {}
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+            name, value = words.pop(0).split("=", 1)
+            env[name] = value
+        if not words:
+            sys.exit("an empty regorus command: give [NAME=VALUE...] EVAL_ARGS... [-- ...]...")
+        parsed.append((env, words))
+    return parsed
 
 
 def main():
-    base, eval_args = sys.argv[1], sys.argv[2:]
+    base, examples = sys.argv[1], commands(sys.argv[2:])
     if not os.access(GNU_TIME, os.X_OK):
         sys.exit(f"{GNU_TIME} (GNU time) measures the peak RSS: apt-get install time")
     built = build(base)
@@ -178,8 +221,8 @@ def main():
         report_criterion(criterion_rounds(built))
     else:
         print("criterion benchmarks skipped: REGORUS_ROUNDS=0", flush=True)
-    columns, results = eval_rounds(built, eval_args)
-    report_eval(columns, results, eval_args)
+    for command in examples:
+        report_eval(*eval_rounds(built, command), command)
 
 
 if __name__ == "__main__":

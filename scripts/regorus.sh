@@ -15,11 +15,13 @@
 #                                runs it on adapter
 #   scripts/regorus.sh bench     its criterion benchmarks aci_benchmark and
 #                                engine_evaluation_benchmark (1 and 2 threads) and the wall time
-#                                and peak RSS of one `regorus eval`, on system, own, ours and
-#                                ours-v2, alternating (scripts/regorus-report.py): about 35 min
-#                                of building on 2 cores, then 5 min per round (REGORUS_ROUNDS,
-#                                default 5; 0 runs only the eval rounds)
-#   scripts/regorus.sh product   `mimalloc-bench product` on that `regorus eval` (ours only)
+#                                and peak RSS of two `regorus eval`s (the README's example,
+#                                and its aci command that fails in 0.14), on system, own, ours
+#                                and ours-v2, alternating (scripts/regorus-report.py): about
+#                                35 min of building on 2 cores, then 5 min per round
+#                                (REGORUS_ROUNDS, default 5; 0 builds and runs only the evals,
+#                                about 18 min of building)
+#   scripts/regorus.sh product   `mimalloc-bench product` on the README's example (ours only)
 #
 # Only `limits adapter` is part of .ci/run (the full run): building regorus four ways for the others takes
 # longer than the CI budget has left.
@@ -32,6 +34,11 @@ version=0.14.1
 # The README's own whole-process example (regorus' README, "Performance"); its policies are
 # Rego v0, which 0.14 parses only when asked.
 eval_args=(eval --v0 -b tests/aci -d tests/aci/data.json -i tests/aci/input.json data.framework.mount_overlay=x)
+# The README's other aci command, as written there (without --v0): 0.14 stops at a Rego v1
+# parse error and reports it with a symbolized backtrace, about 70 ms and 90 MiB of allocations
+# in a process past the memory policy's 16 MiB (issue 52's example). Exit status 1, the same on
+# every allocator.
+aci_args=(RUST_BACKTRACE=1 eval -b tests/aci -d tests/aci/data.json -i tests/aci/input.json data.policy.mount_overlay=x)
 
 log() { printf '==> %s\n' "$*"; }
 
@@ -139,7 +146,7 @@ limits() {
 bench() {
   need_setup
   command -v cmake >/dev/null || { echo "regorus-mimalloc builds with cmake: apt-get install cmake" >&2; exit 1; }
-  python3 "$root/scripts/regorus-report.py" "$dir" "${eval_args[@]}"
+  python3 "$root/scripts/regorus-report.py" "$dir" "${eval_args[@]}" -- "${aci_args[@]}"
 }
 
 product() {
