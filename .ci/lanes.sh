@@ -35,6 +35,9 @@ lane_clippy() { # every target, default and v2; no import circle in any crate, t
 lane_docs() { # rustdoc with warnings denied; the docs name every feature, and only files that exist
   scripts/check-docs.sh
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+  # The library alone, as docs.rs and a product build it: in the workspace other members turn
+  # on its `std`, which would hide a link to an item that needs it.
+  RUSTDOCFLAGS="-D warnings" cargo doc -p mimalloc --no-deps --quiet
   RUSTDOCFLAGS="-D warnings" cargo doc -p mimalloc-regorus --features allocator-memory-limits --no-deps --quiet
 }
 

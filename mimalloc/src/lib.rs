@@ -56,11 +56,12 @@
 //! Build-time choices (`v2`, `secure`, `debug`, `override`, `local_dynamic_tls`, `asan`,
 //! `tsan`, `valgrind`, `guarded`, `bindgen`) are forwarded to `mimalloc-sys`; the workspace
 //! README has the table with the cost of each. `no_policy` leaves the [`policy`] out: no
-//! thread, no arena mapped at start-up, mimalloc's own huge pages and purging. The registry crates' names are accepted too, so
-//! that switching from `mimalloc` 0.1 or `mimalloc-safe` 0.1 is one changed dependency line:
-//! `debug_in_debug`, `no_thp`, `win_direct_tls`, `skip_collect_on_exit`, `etw` and
-//! `free_use_pagemap` change the build as they do there; `extended` turns on `std` (for
-//! [`MiMalloc::stats_json`], whose name and signature are the registry crates'); `v3`, `no_opt_arch` and `asm` ask for what this crate always does.
+//! thread, no arena mapped at start-up, mimalloc's own huge pages and purging. The registry
+//! crates' names are accepted too, so that switching from `mimalloc` 0.1 or `mimalloc-safe` 0.1
+//! is one changed dependency line: `debug_in_debug`, `no_thp`, `win_direct_tls`,
+//! `skip_collect_on_exit`, `etw` and `free_use_pagemap` change the build as they do there;
+//! `extended` turns on `std` (for `MiMalloc::stats_json`, whose name and signature are the
+//! registry crates'); `v3`, `no_opt_arch` and `asm` ask for what this crate always does.
 //! API additions: `std` (`std::io` output,
 //! `std::error::Error`), `allocator-api2`
 //! (`allocator_api2::alloc::Allocator` for `MiMalloc` and `&Heap`), `nightly`
