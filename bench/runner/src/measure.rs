@@ -31,9 +31,7 @@ pub struct Sample {
 }
 
 /// Runs `workload` in a fresh process of `binary`, with `variant`'s environment and no other
-/// `MIMALLOC_*` variable. Its time is the driver's clock around the run, or for a
-/// [`Timing::WholeProcess`] workload the process's, from spawn to exit (and its CPU time the
-/// whole process's).
+/// `MIMALLOC_*` variable, and times it as the workload says ([`timed`]).
 pub fn run(
     binary: &Path,
     variant: &Variant,
@@ -55,11 +53,30 @@ pub fn run(
         ));
     }
     let run = finished.sample(&what)?;
-    Ok(match workload.timing {
+    let process = (finished.wall_nanos, finished.usage.cpu_nanos);
+    timed(run, workload.timing, process, &what)
+}
+
+/// The sample's time as `timing` asks: the driver's clock around the run ([`Timing::Run`]), the
+/// run's CPU time ([`Timing::Cpu`]), or the whole `process`'s wall and CPU time, from spawn to
+/// exit ([`Timing::WholeProcess`]).
+fn timed(
+    run: Sample,
+    timing: Timing,
+    process: (u64, Option<u64>),
+    what: &str,
+) -> Result<Sample, String> {
+    Ok(match timing {
         Timing::Run => run,
+        Timing::Cpu => Sample {
+            nanos: run.cpu_nanos.ok_or_else(|| {
+                format!("{what}: its time is the run's CPU time, which this platform's driver does not report")
+            })?,
+            ..run
+        },
         Timing::WholeProcess => Sample {
-            nanos: finished.wall_nanos,
-            cpu_nanos: finished.usage.cpu_nanos,
+            nanos: process.0,
+            cpu_nanos: process.1,
             ..run
         },
     })
@@ -242,7 +259,8 @@ fn wait(mut child: std::process::Child) -> Result<(bool, Usage), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Usage, sample};
+    use super::{Usage, sample, timed};
+    use bench_workloads::Timing;
 
     const USAGE: Usage = Usage {
         peak_rss_kib: Some(4096),
@@ -270,5 +288,25 @@ mod tests {
         let wrong = "workload=growth nanos=250 checksum=9 expected=8 quiet_rss_kib=1";
         assert!(sample(wrong, USAGE, "growth").is_err());
         assert!(sample("workload=growth checksum=9 expected=9", USAGE, "growth").is_err());
+    }
+
+    #[test]
+    fn each_timing_takes_its_own_clock() {
+        let line = "workload=bursty nanos=2000 cpu_nanos=400 checksum=9 expected=9\n";
+        let run = sample(line, USAGE, "bursty").expect("a successful run's line");
+        let process = (2500, Some(450));
+        let time =
+            |timing| timed(run.clone(), timing, process, "bursty").map(|s| (s.nanos, s.cpu_nanos));
+        assert_eq!(time(Timing::Run), Ok((2000, Some(400))));
+        assert_eq!(time(Timing::Cpu), Ok((400, Some(400))));
+        assert_eq!(time(Timing::WholeProcess), Ok((2500, Some(450))));
+        // No CPU time from the driver: an error, not the wall time in its place.
+        let no_cpu = sample(
+            "workload=bursty nanos=2000 checksum=9 expected=9",
+            USAGE,
+            "bursty",
+        )
+        .expect("a successful run's line");
+        assert!(timed(no_cpu, Timing::Cpu, process, "bursty").is_err());
     }
 }

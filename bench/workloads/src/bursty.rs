@@ -1,8 +1,8 @@
 //! A bursty service: four bursts of about 128 MiB of small objects (32-512 bytes), each built,
 //! read back and freed, and after each half a second of light traffic (one small allocation a
-//! millisecond). The bursts and the first three pauses are the run, whose *CPU time* is the
-//! figure (its wall time is mostly the pauses); the last pause is the quiet phase, after which
-//! the process reads its resident memory. An allocator that gives a freed burst back during a
+//! millisecond). The bursts and the first three pauses are the run, timed by its CPU time
+//! ([`Timing::Cpu`]: its wall time is mostly the pauses); the last pause is the quiet phase,
+//! after which the process reads its resident memory. An allocator that gives a freed burst back during a
 //! pause ends lean and pays for it in the next burst's page faults; one that keeps it runs the
 //! bursts in memory it already has and ends holding a burst. The pause is shorter than
 //! mimalloc 3's default delay before freed arena memory is purged (`purge_delay` x
@@ -14,7 +14,7 @@ pub const WORKLOAD: Workload = Workload {
     name: "bursty",
     summary: "4 bursts of 128 MiB of small objects, each dropped and followed by 500 ms of light traffic (CPU time); resident memory then",
     prepare,
-    timing: Timing::Run,
+    timing: Timing::Cpu,
     quiet: Some(last_pause),
 };
 

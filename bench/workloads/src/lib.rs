@@ -101,6 +101,9 @@ pub type Quiet = fn(Scale) -> Option<u64>;
 pub enum Timing {
     /// The run alone, as the driver clocks it: preparation, start-up and exit are left out.
     Run,
+    /// The run's CPU time, all threads: for a workload that pauses by design, whose wall time
+    /// is mostly its pauses and would hide what the allocator costs.
+    Cpu,
     /// The whole process, from spawn to exit, as the benchmark runner clocks it: for workloads
     /// that stand for short-lived programs, whose allocator's start-up and exit are part of
     /// what their users wait for.
