@@ -30,19 +30,17 @@ fn prepare(scale: Scale) -> Run {
         .map(|_| idle::prepare_burst(scale.of(BURST)))
         .collect();
     Box::new(move || {
-        let mut sum = Outcome {
-            checksum: 0,
-            expected: 0,
-        };
-        for (i, burst) in bursts.into_iter().enumerate() {
-            if i > 0 {
-                idle::traffic(scale.of(PAUSE_MS));
-            }
+        let mut bursts = bursts.into_iter();
+        let first = bursts.next().expect("at least one burst");
+        // A pause between each two bursts; the one after the last is the quiet phase.
+        bursts.fold(first(), |sum, burst| {
+            idle::traffic(scale.of(PAUSE_MS));
             let outcome = burst();
-            sum.checksum = mix(sum.checksum, outcome.checksum);
-            sum.expected = mix(sum.expected, outcome.expected);
-        }
-        sum
+            Outcome {
+                checksum: mix(sum.checksum, outcome.checksum),
+                expected: mix(sum.expected, outcome.expected),
+            }
+        })
     })
 }
 
@@ -50,4 +48,32 @@ fn prepare(scale: Scale) -> Run {
 fn last_pause(scale: Scale) -> Option<u64> {
     idle::traffic(scale.of(PAUSE_MS));
     idle::resident_kib()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WORKLOAD;
+    use crate::Scale;
+    use crate::tests::allocated_here;
+    use std::time::{Duration, Instant};
+
+    /// The quick run builds its four bursts (a fiftieth of 128 MiB of objects each) and pauses
+    /// between them; it is one thread, so this thread's allocations are the run's.
+    #[test]
+    fn the_quick_run_builds_every_burst_and_pauses_between_them() {
+        let run = (WORKLOAD.prepare)(Scale::Quick);
+        let (before, start) = (allocated_here(), Instant::now());
+        assert!(run().passed());
+        let (bytes, took) = (allocated_here() - before, start.elapsed());
+        // Figures written out, not derived from the constants they check: a fiftieth of
+        // 128 MiB is 2.68 MB, of 500 ms 10 ms.
+        assert!(
+            bytes >= 4 * 2_680_000,
+            "{bytes} bytes: four bursts of 2.68 MB"
+        );
+        assert!(
+            took >= Duration::from_millis(30),
+            "{took:?}: three pauses of 10 ms"
+        );
+    }
 }

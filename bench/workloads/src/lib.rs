@@ -152,6 +152,39 @@ pub fn mix(sum: u64, value: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{ALL, Scale, UNDER_A_LIMIT, Workload};
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    /// The test binary's allocator: the system's, counting the bytes each thread allocates, so
+    /// that a test can check the size of a workload it runs on its own thread.
+    struct Counting;
+
+    thread_local! {
+        static ALLOCATED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    // SAFETY: every call is forwarded to `System` with the same arguments; the count is a
+    // const-initialized thread-local, whose access allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = ALLOCATED.try_with(|n| n.set(n.get() + layout.size()));
+            // SAFETY: the caller's contract for `alloc`, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract for `dealloc`: `ptr` came from `System` above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// The bytes this thread has allocated so far.
+    pub(crate) fn allocated_here() -> usize {
+        ALLOCATED.with(Cell::get)
+    }
 
     fn every_workload() -> impl Iterator<Item = &'static Workload> {
         ALL.iter().chain(UNDER_A_LIMIT)
@@ -169,17 +202,25 @@ mod tests {
         }
     }
 
-    /// A workload that goes quiet reads its resident memory at the end, where the platform
-    /// says it (Linux), and it is at least the pages the test process is running in.
+    /// A workload that goes quiet stays quiet for its phase (the shortest, bursty's last pause,
+    /// is 10 ms in quick mode), then reads its resident memory, where the platform says it
+    /// (Linux): at least the MiB of the test binary's own pages.
     #[test]
-    fn every_quiet_phase_reports_resident_memory_where_the_platform_has_it() {
+    fn every_quiet_phase_lasts_and_reports_resident_memory_where_the_platform_has_it() {
         for workload in ALL {
             let Some(quiet) = workload.quiet else {
                 continue;
             };
+            let start = Instant::now();
             let kib = quiet(Scale::Quick);
+            let took = start.elapsed();
+            assert!(
+                took >= Duration::from_millis(10),
+                "{}: {took:?}",
+                workload.name
+            );
             if cfg!(target_os = "linux") {
-                assert!(kib.is_some_and(|k| k > 0), "{}: {kib:?}", workload.name);
+                assert!(kib.is_some_and(|k| k >= 1024), "{}: {kib:?}", workload.name);
             } else {
                 assert_eq!(kib, None, "{}", workload.name);
             }
