@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""regorus' own benchmarks on three allocators, alternating (scripts/regorus.sh bench).
+"""regorus' own benchmarks on four builds, alternating (scripts/regorus.sh bench).
 
     scripts/regorus-report.py DIR [NAME=VALUE...] EVAL_ARGS... [-- [NAME=VALUE...] EVAL_ARGS...]...
 
@@ -139,15 +139,15 @@ EVAL_COLUMNS = [(n, n, None) for n in NAMES] + [
     ("ours, MIMALLOC_ALLOW_THP=0", "ours", {"MIMALLOC_ALLOW_THP": "0"})]
 
 
-def eval_rounds(built, command, columns=EVAL_COLUMNS):
+def eval_rounds(built, command):
     """Each column's times and peak RSS, and the one exit status every run ended with: a
     command may fail (the README's aci example does, in 0.14), but only the same way on every
     allocator, or they did not do the same work."""
     command_env, eval_args = command
-    results, statuses = {c[0]: ([], []) for c in columns}, set()
+    results, statuses = {c[0]: ([], []) for c in EVAL_COLUMNS}, set()
     for r in range(EVAL_ROUNDS):
-        for i in range(len(columns)):
-            label, name, env = columns[(i + r) % len(columns)]
+        for i in range(len(EVAL_COLUMNS)):
+            label, name, env = EVAL_COLUMNS[(i + r) % len(EVAL_COLUMNS)]
             copy_dir, exes = built[name]
             seconds, rss, status = run_eval(copy_dir, exes["regorus"], eval_args,
                                             {**command_env, **(env or {})})

@@ -2,11 +2,11 @@
 //! read back and freed, and after each half a second of light traffic (one small allocation a
 //! millisecond). The bursts and the first three pauses are the run, timed by its CPU time
 //! ([`Timing::Cpu`]: its wall time is mostly the pauses); the last pause is the quiet phase,
-//! after which the process reads its resident memory. An allocator that gives a freed burst back during a
-//! pause ends lean and pays for it in the next burst's page faults; one that keeps it runs the
-//! bursts in memory it already has and ends holding a burst. The pause is shorter than
-//! mimalloc 3's default delay before freed arena memory is purged (`purge_delay` x
-//! `arena_purge_mult`, 1 s x 4), which is what this workload puts to the test.
+//! after which the process reads its resident memory. An allocator that gives a freed burst
+//! back during a pause ends lean and pays for it in the next burst's page faults; one that
+//! keeps it runs the bursts in memory it already has and ends holding a burst. The pause is
+//! shorter than mimalloc 3's default delay before freed arena memory is purged (`purge_delay`
+//! x `arena_purge_mult`, 1 s x 4), which is what this workload puts to the test.
 
 use crate::{Outcome, Run, Scale, Timing, Workload, idle, mix};
 

@@ -90,12 +90,12 @@ fn quiet_with_traffic(scale: Scale) -> Option<u64> {
     resident_kib()
 }
 
-/// Light traffic for `ms` milliseconds: one small allocation a millisecond, written, read and
-/// freed.
-pub(crate) fn traffic(ms: usize) {
+/// Light traffic for `millis` milliseconds: one small allocation a millisecond, written, read
+/// and freed.
+pub(crate) fn traffic(millis: usize) {
     let mut rng = Rng::new(73);
     let start = Instant::now();
-    for ms in 0..ms {
+    for ms in 0..millis {
         let block = black_box(vec![ms as u8; object_len(&mut rng)]);
         black_box(block.iter().map(|&b| u64::from(b)).sum::<u64>());
         drop(block);
