@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: mimalloc-bench [OPTIONS]                  every workload on every allocator, alternating
+usage: mimalloc-bench [OPTIONS]                  the workloads on every allocator, alternating: without
+                                                 --workloads and --rounds, a first look (a minute or two)
        mimalloc-bench instructions [OPTIONS]     instructions per small allocate+free pair (valgrind)
        mimalloc-bench build-times [--rounds N]   clean build of mimalloc-sys vs the peer's libmimalloc-sys
        mimalloc-bench limit [OPTIONS]            a phase change in a 480 MiB memory cgroup: survived
@@ -19,8 +20,10 @@ usage: mimalloc-bench [OPTIONS]                  every workload on every allocat
 
 options:
   --quick                 a fiftieth of the work, one round: seconds, for tests
-  --rounds N              measurement rounds (default 5; 1 with --quick)
+  --rounds N              measurement rounds of every workload (default 5; 1 with --quick);
+                          --rounds 15 is the run of record (BENCHMARKS.md)
   --workloads A,B,...     only these workloads (default: all)
+                          without either: the first look, 3 rounds of 7 workloads (--list)
   --allocators A,B,...    only these allocators (default: all the built-in ones whose build
                           tools are installed; one left out is named)
   --variant NAME=BASE:VAR=VALUE[:VAR=VALUE...]
@@ -73,6 +76,8 @@ pub enum Parsed {
 pub struct Options {
     pub command: Command,
     pub quick: bool,
+    /// A first look ([`FIRST_LOOK`]): the command line named no workloads and no rounds.
+    pub first_look: bool,
     pub rounds: usize,
     pub workloads: Vec<&'static Workload>,
     pub variants: Vec<Variant>,
@@ -232,15 +237,55 @@ fn rounds(parser: &mut Parser) -> Result<usize, Problem> {
     Ok(n.max(1))
 }
 
+/// The main job's workloads when the command line names none and no rounds: one of each kind
+/// the benchmark has, each a second or less a run, so that every allocator's first table comes
+/// in a minute or two rather than the quarter of an hour every workload takes. Left out, and
+/// named when it ends: the quiet workloads (idle-return, idle-still, bursty), which wait
+/// seconds a run, and the kinds these stand for.
+pub const FIRST_LOOK: [&str; 7] = [
+    // A single thread's mid-sized heap of small blocks.
+    "indexing",
+    // JSON-like trees built, walked and dropped.
+    "document-tree",
+    // Blocks freed by another thread than the one that allocated them.
+    "cross-thread-4",
+    // Working sets that move between threads.
+    "server-churn",
+    // Vectors and strings grown by `realloc`.
+    "growth",
+    // Blocks of megabytes, fresh and freed.
+    "large-touch",
+    // A whole process of 10 ms: the start-up and the first faults.
+    "short-lived",
+];
+
+/// The first look's rounds: the fewest whose median is not one run's.
+const FIRST_LOOK_ROUNDS: usize = 3;
+
 impl Given {
     fn resolve(self, command: Command) -> Result<Options, Problem> {
-        let workloads = workloads(self.workloads.as_deref())?;
+        let first_look = command == Command::Compare
+            && !self.list
+            && !self.quick
+            && self.workloads.is_none()
+            && self.rounds.is_none();
+        let workloads = if first_look {
+            workloads(Some(&FIRST_LOOK.join(",")))?
+        } else {
+            workloads(self.workloads.as_deref())?
+        };
+        let default_rounds = match (first_look, self.quick) {
+            (true, _) => FIRST_LOOK_ROUNDS,
+            (false, true) => 1,
+            (false, false) => 5,
+        };
         let mut variants = allocators(self.allocators.as_deref())?;
         variants.extend(self.extra);
         Ok(Options {
             command: if self.list { Command::List } else { command },
             quick: self.quick,
-            rounds: self.rounds.unwrap_or(if self.quick { 1 } else { 5 }),
+            first_look,
+            rounds: self.rounds.unwrap_or(default_rounds),
             workloads,
             variants,
             out: self.out,
@@ -288,8 +333,9 @@ fn allocators(names: Option<&str>) -> Result<Vec<Variant>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Command, Options, Parsed, Problem, parse};
+    use super::{Command, FIRST_LOOK, Options, Parsed, Problem, parse};
     use crate::product::{Program, Request};
+    use bench_workloads::{Timing, Workload};
 
     fn ok(args: &str) -> Options {
         match parse(args.split_whitespace()) {
@@ -316,13 +362,17 @@ mod tests {
         options.variants.iter().map(|v| v.name.as_str()).collect()
     }
 
+    fn workload_names(options: &Options) -> Vec<&str> {
+        options.workloads.iter().map(|w| w.name).collect()
+    }
+
     #[test]
-    fn without_arguments_every_workload_runs_on_every_built_in_allocator_five_times() {
+    fn without_arguments_the_first_look_runs_on_every_built_in_allocator_three_times() {
         let options = ok("");
         assert_eq!(options.command, Command::Compare);
-        assert!(!options.quick);
-        assert_eq!(options.rounds, 5);
-        assert_eq!(options.workloads.len(), bench_workloads::ALL.len());
+        assert!(!options.quick && options.first_look);
+        assert_eq!(options.rounds, 3);
+        assert_eq!(workload_names(&options), FIRST_LOOK);
         // Every built-in allocator whose build tools run here: the others are left out, with a
         // line saying so (`a_missing_build_tool_is_named` in variants.rs).
         let built_in = crate::variants::built_in();
@@ -335,6 +385,52 @@ mod tests {
         assert!(buildable.len() >= built_in.len() - 1, "{buildable:?}");
         assert_eq!(names(&options), buildable);
         assert_eq!(options.out, None);
+    }
+
+    /// The first look is one of each kind and none that waits: every name is a workload, none
+    /// twice, none with a quiet phase, and some of each timing but the CPU time of a pausing one.
+    #[test]
+    fn the_first_look_names_distinct_workloads_that_do_not_wait() {
+        let found: Vec<&Workload> = FIRST_LOOK
+            .iter()
+            .map(|n| bench_workloads::find(n).expect(n))
+            .collect();
+        let mut names = FIRST_LOOK.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FIRST_LOOK.len());
+        assert!(
+            found
+                .iter()
+                .all(|w| w.quiet.is_none() && w.timing != Timing::Cpu)
+        );
+        for timing in [Timing::Run, Timing::WholeProcess] {
+            assert!(found.iter().any(|w| w.timing == timing), "{timing:?}");
+        }
+    }
+
+    /// Naming rounds or workloads, or asking for the quick run or another command, leaves the
+    /// first look: `--rounds 15`, the run of record, runs every workload.
+    #[test]
+    fn rounds_workloads_quick_and_the_other_commands_leave_the_first_look() {
+        let every = bench_workloads::ALL.len();
+        let record = ok("--rounds 15");
+        assert!(!record.first_look);
+        assert_eq!((record.workloads.len(), record.rounds), (every, 15));
+        let named = ok("--workloads growth");
+        assert!(!named.first_look);
+        assert_eq!((workload_names(&named), named.rounds), (vec!["growth"], 5));
+        let quick = ok("--quick");
+        assert!(!quick.first_look);
+        assert_eq!((quick.workloads.len(), quick.rounds), (every, 1));
+        for args in ["instructions", "limit", "build-times", "--list"] {
+            let options = ok(args);
+            assert!(!options.first_look, "{args}");
+            assert_eq!(options.workloads.len(), every, "{args}");
+        }
+        let chosen = ok("--allocators ours,peer --variant x=ours:A=1");
+        assert!(chosen.first_look);
+        assert_eq!(chosen.rounds, 3);
     }
 
     #[test]
