@@ -36,6 +36,9 @@ product options (the program runs with ARGS, from the current directory):
   --manifest-path PATH    the product's Cargo.toml (it follows the README's convention)
   --bin NAME              the binary to run (default: the product's only one, or default-run)
   --example NAME          an example to run instead
+  --feature NAME          the feature that turns mimalloc on (default: mimalloc); where the
+                          default features turn it on too, the system build is the defaults
+                          without it (--no-default-features --features the rest)
   --rounds N, --quick     as above (--quick: one round)
   --allocators A,B,...    system, ours, ours-v2, ours-secure, ours-no-thp, ours-purge0
                           (default: all; system always runs, every ratio's base)
@@ -153,6 +156,7 @@ fn product(parser: &mut Parser) -> Result<Request, Problem> {
             Arg::Long("example") => {
                 program(&mut request, Program::Example(parser.value()?.string()?))?
             }
+            Arg::Long("feature") => request.feature = Some(parser.value()?.string()?),
             Arg::Long("quick") => request.quick = true,
             Arg::Long("rounds") => request.rounds = Some(rounds(parser)?),
             Arg::Long("allocators") => request.allocators = Some(parser.value()?.string()?),
@@ -531,9 +535,10 @@ mod tests {
     #[test]
     fn product_takes_its_options_and_the_program_arguments_after_the_double_dash() {
         let request = product(
-            "product --manifest-path ../p/Cargo.toml --bin server --rounds 3 \
+            "product --manifest-path ../p/Cargo.toml --bin server --rounds 3 --feature fast-alloc \
              --allocators ours --variant big=ours:MIMALLOC_X=1 --out /tmp/o -- --port 80 -v",
         );
+        assert_eq!(request.feature.as_deref(), Some("fast-alloc"));
         assert_eq!(request.manifest, std::path::Path::new("../p/Cargo.toml"));
         assert_eq!(request.program, Program::Bin("server".into()));
         assert_eq!(request.rounds, Some(3));
