@@ -7,8 +7,8 @@ allocator crate):
 
 Every round runs each executable once with ARGS (output discarded, from the current
 directory), starting the turn one executable later each round; prints the median wall time,
-CPU time (user+system) and peak RSS of each, and the paired ratios against the first named:
-the median over rounds of the ratio within a round, with the rounds' range.
+CPU time (user+system), peak RSS and minor page faults of each, and the paired ratios against
+the first named: the median over rounds of the ratio within a round, with the rounds' range.
 """
 import os
 import statistics
@@ -18,7 +18,8 @@ import time
 
 
 def run(executable, args):
-    """Wall seconds, CPU seconds and peak RSS (MiB) of one run; fails on a non-zero exit."""
+    """Wall seconds, CPU seconds, peak RSS (MiB) and minor faults of one run; fails on a non-zero
+    exit."""
     start = time.monotonic()
     with subprocess.Popen([executable, *args], stdout=subprocess.DEVNULL) as child:
         _, status, usage = os.wait4(child.pid, 0)
@@ -26,7 +27,7 @@ def run(executable, args):
     wall = time.monotonic() - start
     if child.returncode != 0:
         sys.exit(f"{executable} exited with {child.returncode}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, usage.ru_minflt
 
 
 def main():
@@ -43,14 +44,14 @@ def main():
             samples[name].append(run(executable, args))
     base = builds[0][0]
     print(f"{rounds} rounds, alternating; ratios paired against {base} (median, and the rounds' range)")
-    print("| build | wall | vs base | CPU | vs base | peak RSS | vs base |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| build | wall | vs base | CPU | vs base | peak RSS | vs base | minor faults | vs base |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, _ in builds:
         cells = []
-        for k, unit in enumerate(["s", "s", "MiB"]):
+        for k, shown in enumerate(["{:.3f} s", "{:.3f} s", "{:.1f} MiB", "{:.0f}"]):
             values = [s[k] for s in samples[name]]
             ratios = [a[k] / b[k] for a, b in zip(samples[name], samples[base])]
-            cells.append(f"{statistics.median(values):.3f} {unit}" if unit == "s" else f"{statistics.median(values):.1f} {unit}")
+            cells.append(shown.format(statistics.median(values)))
             cells.append(f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
         print(f"| `{name}` | " + " | ".join(cells) + " |")
 

@@ -185,7 +185,7 @@ mod tests {
         };
         let note = first_look(&options("")).expect("no arguments: a first look");
         let every = bench_workloads::ALL.len();
-        let what = format!("a first look: 7 of the {every} workloads, 3 rounds");
+        let what = format!("a first look: 7 of the {every} workloads, 5 rounds");
         assert!(note.starting.starts_with(&what), "{}", note.starting);
         assert!(note.ending.contains(&what), "{}", note.ending);
         assert!(note.ending.ends_with(RECORD), "{}", note.ending);

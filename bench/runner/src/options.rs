@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: mimalloc-bench [OPTIONS]                  the workloads on every allocator, alternating: without
-                                                 --workloads and --rounds, a first look (a minute or two)
+                                                 --workloads and --rounds, a first look (a minute or so)
        mimalloc-bench instructions [OPTIONS]     instructions per small allocate+free pair (valgrind)
        mimalloc-bench build-times [--rounds N]   clean build of mimalloc-sys vs the peer's libmimalloc-sys
        mimalloc-bench limit [OPTIONS]            a phase change in a 480 MiB memory cgroup: survived
@@ -23,7 +23,7 @@ options:
   --rounds N              measurement rounds of every workload (default 5; 1 with --quick);
                           --rounds 15 is the run of record (BENCHMARKS.md)
   --workloads A,B,...     only these workloads (default: all)
-                          without either: the first look, 3 rounds of 7 workloads (--list)
+                          without either: the first look, 7 workloads (--list)
   --allocators A,B,...    only these allocators (default: all the built-in ones whose build
                           tools are installed; one left out is named)
   --variant NAME=BASE:VAR=VALUE[:VAR=VALUE...]
@@ -243,7 +243,8 @@ fn rounds(parser: &mut Parser) -> Result<usize, Problem> {
 
 /// The main job's workloads when the command line names none and no rounds: one of each kind
 /// the benchmark has, each a second or less a run, so that every allocator's first table comes
-/// in a minute or two rather than the quarter of an hour every workload takes. Left out, and
+/// in a minute or so (three on a fresh clone, with the builds) rather than the quarter of an
+/// hour every workload takes. Left out, and
 /// named when it ends: the quiet workloads (idle-return, idle-still, bursty), which wait
 /// seconds a run, and the kinds these stand for.
 pub const FIRST_LOOK: [&str; 7] = [
@@ -263,9 +264,6 @@ pub const FIRST_LOOK: [&str; 7] = [
     "short-lived",
 ];
 
-/// The first look's rounds: the fewest whose median is not one run's.
-const FIRST_LOOK_ROUNDS: usize = 3;
-
 impl Given {
     fn resolve(self, command: Command) -> Result<Options, Problem> {
         let first_look = command == Command::Compare
@@ -278,18 +276,13 @@ impl Given {
         } else {
             workloads(self.workloads.as_deref())?
         };
-        let default_rounds = match (first_look, self.quick) {
-            (true, _) => FIRST_LOOK_ROUNDS,
-            (false, true) => 1,
-            (false, false) => 5,
-        };
         let mut variants = allocators(self.allocators.as_deref())?;
         variants.extend(self.extra);
         Ok(Options {
             command: if self.list { Command::List } else { command },
             quick: self.quick,
             first_look,
-            rounds: self.rounds.unwrap_or(default_rounds),
+            rounds: self.rounds.unwrap_or(if self.quick { 1 } else { 5 }),
             workloads,
             variants,
             out: self.out,
@@ -371,11 +364,11 @@ mod tests {
     }
 
     #[test]
-    fn without_arguments_the_first_look_runs_on_every_built_in_allocator_three_times() {
+    fn without_arguments_the_first_look_runs_on_every_built_in_allocator_five_times() {
         let options = ok("");
         assert_eq!(options.command, Command::Compare);
         assert!(!options.quick && options.first_look);
-        assert_eq!(options.rounds, 3);
+        assert_eq!(options.rounds, 5);
         assert_eq!(workload_names(&options), FIRST_LOOK);
         // Every built-in allocator whose build tools run here: the others are left out, with a
         // line saying so (`a_missing_build_tool_is_named` in variants.rs).
@@ -434,7 +427,7 @@ mod tests {
         }
         let chosen = ok("--allocators ours,peer --variant x=ours:A=1");
         assert!(chosen.first_look);
-        assert_eq!(chosen.rounds, 3);
+        assert_eq!(chosen.rounds, 5);
     }
 
     #[test]
