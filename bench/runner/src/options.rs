@@ -243,8 +243,8 @@ fn rounds(parser: &mut Parser) -> Result<usize, Problem> {
 
 /// The main job's workloads when the command line names none and no rounds: one of each kind
 /// the benchmark has, each a second or less a run, so that every allocator's first table comes
-/// in a minute or so (three on a fresh clone, with the builds) rather than the quarter of an
-/// hour every workload takes. Left out, and
+/// in a minute or so (three and a half on a fresh clone, with the builds) rather than the
+/// quarter of an hour every workload takes. Left out, and
 /// named when it ends: the quiet workloads (idle-return, idle-still, bursty), which wait
 /// seconds a run, and the kinds these stand for.
 pub const FIRST_LOOK: [&str; 7] = [
