@@ -122,6 +122,11 @@ lane_registry() { # a product written for the registry's mimalloc or mimalloc-sa
   scripts/check-registry-compat.sh
 }
 
+lane_published() { # two published programs that ship on the registry's mimalloc pass their own tests on ours
+  # jaq 3.1.2 and mq-run 0.10.0 from crates.io, each with the one dependency line changed.
+  suite "published programs on ours" scripts/published.sh test
+}
+
 lane_guarded() { # guard pages far denser than the defaults, so every suite meets guarded blocks
   # mimalloc 3 samples by requested bytes (one block per 4 KiB here, 1 MiB by default),
   # mimalloc 2 by blocks (one in ten here, 4000 by default): realloc above all meets them.

@@ -14,6 +14,9 @@ use seeded_rng::Rng;
 
 pub fn run(options: &Options, command: String) -> Result<(), String> {
     let places = Places::new(options.out.clone());
+    if let Some(note) = first_look(options) {
+        println!("{}", note.starting);
+    }
     let binaries = build(options, &places)?;
     let (samples, failures) = measure_all(options, &binaries);
     let report = Report {
@@ -30,8 +33,46 @@ pub fn run(options: &Options, command: String) -> Result<(), String> {
     places.write_result("results.md", &report::markdown::render(&report))?;
     places.write_result("results.svg", &report::svg::render(&report))?;
     places.write_result("samples.csv", &report.csv())?;
+    if let Some(note) = first_look(options) {
+        println!("{}", note.ending);
+    }
     let checks = options.workloads.len() * options.variants.len() * options.rounds;
     verdict(checks, &failures)
+}
+
+/// What a first look says before it starts and after its table: what it runs, what it leaves
+/// out, and the command of the run of record.
+struct FirstLook {
+    starting: String,
+    ending: String,
+}
+
+/// The run of record: every workload, as many rounds as BENCHMARKS.md's full results.
+const RECORD: &str = "cargo run --release -p mimalloc-bench -- --rounds 15";
+
+fn first_look(options: &Options) -> Option<FirstLook> {
+    if !options.first_look {
+        return None;
+    }
+    let ran: Vec<&str> = options.workloads.iter().map(|w| w.name).collect();
+    let left_out: Vec<&str> = bench_workloads::ALL
+        .iter()
+        .map(|w| w.name)
+        .filter(|n| !ran.contains(n))
+        .collect();
+    let what = format!(
+        "a first look: {} of the {} workloads, {} rounds, every allocator",
+        ran.len(),
+        ran.len() + left_out.len(),
+        options.rounds
+    );
+    Some(FirstLook {
+        starting: format!("{what} ({})", ran.join(", ")),
+        ending: format!(
+            "\nThat was {what}. Left out: {}.\nEvery workload, for the figures of record: {RECORD}",
+            left_out.join(", ")
+        ),
+    })
 }
 
 pub(crate) fn build(options: &Options, places: &Places) -> Result<Binaries, String> {
@@ -131,7 +172,38 @@ fn verdict(checks: usize, failures: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::turn;
+    use super::{RECORD, first_look, turn};
+    use crate::options::{FIRST_LOOK, Parsed, parse};
+
+    /// A first look names what it runs, every workload it leaves out, and the command that runs
+    /// them all; a run that named its workloads or rounds says nothing of the kind.
+    #[test]
+    fn a_first_look_says_what_it_left_out_and_how_to_run_everything() {
+        let options = |args: &str| match parse(args.split_whitespace()) {
+            Ok(Parsed::Workloads(options)) => options,
+            other => panic!("{args}: {other:?}"),
+        };
+        let note = first_look(&options("")).expect("no arguments: a first look");
+        let every = bench_workloads::ALL.len();
+        let what = format!("a first look: 7 of the {every} workloads, 5 rounds");
+        assert!(note.starting.starts_with(&what), "{}", note.starting);
+        assert!(note.ending.contains(&what), "{}", note.ending);
+        assert!(note.ending.ends_with(RECORD), "{}", note.ending);
+        let list = |text: &str, after: &str, before: char| -> Vec<String> {
+            let rest = text.split(after).nth(1).expect("a list");
+            let list = &rest[..rest.find(before).expect("its end")];
+            list.split(", ").map(str::to_owned).collect()
+        };
+        let ran = list(&note.starting, "(", ')');
+        let left_out = list(&note.ending, "Left out: ", '.');
+        for w in bench_workloads::ALL {
+            let first = FIRST_LOOK.contains(&w.name);
+            assert_eq!(ran.iter().any(|n| n == w.name), first, "{}", w.name);
+            assert_eq!(left_out.iter().any(|n| n == w.name), !first, "{}", w.name);
+        }
+        assert!(first_look(&options("--rounds 15")).is_none());
+        assert!(first_look(&options("--workloads growth")).is_none());
+    }
 
     /// Every round runs every allocator once, and over the rounds of a full run each allocator
     /// follows several others and is sometimes first.

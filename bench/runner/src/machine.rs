@@ -15,6 +15,22 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// A machine of which nothing is known but its two cores: for tests of the reports.
+    #[cfg(test)]
+    pub fn unknown() -> Self {
+        let unknown = || "unknown".to_owned();
+        Machine {
+            cores: 2,
+            cpu: unknown(),
+            os: unknown(),
+            kernel: unknown(),
+            rustc: unknown(),
+            cc: unknown(),
+            transparent_huge_pages: unknown(),
+            date: unknown(),
+        }
+    }
+
     pub fn describe() -> Self {
         Machine {
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),

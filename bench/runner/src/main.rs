@@ -78,6 +78,10 @@ fn list(options: &options::Options) {
     for w in &options.workloads {
         println!("  {:<width$} {}", w.name, w.summary);
     }
+    println!(
+        "the first look (without --workloads and --rounds): {}",
+        options::FIRST_LOOK.join(", ")
+    );
     println!("allocators:");
     for v in &options.variants {
         println!("  {:<width$} {}", v.name, v.about);

@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: mimalloc-bench [OPTIONS]                  every workload on every allocator, alternating
+usage: mimalloc-bench [OPTIONS]                  the workloads on every allocator, alternating: without
+                                                 --workloads and --rounds, a first look (a minute or so)
        mimalloc-bench instructions [OPTIONS]     instructions per small allocate+free pair (valgrind)
        mimalloc-bench build-times [--rounds N]   clean build of mimalloc-sys vs the peer's libmimalloc-sys
        mimalloc-bench limit [OPTIONS]            a phase change in a 480 MiB memory cgroup: survived
@@ -19,8 +20,10 @@ usage: mimalloc-bench [OPTIONS]                  every workload on every allocat
 
 options:
   --quick                 a fiftieth of the work, one round: seconds, for tests
-  --rounds N              measurement rounds (default 5; 1 with --quick)
+  --rounds N              measurement rounds of every workload (default 5; 1 with --quick);
+                          --rounds 15 is the run of record (BENCHMARKS.md)
   --workloads A,B,...     only these workloads (default: all)
+                          without either: the first look, 7 workloads (--list)
   --allocators A,B,...    only these allocators (default: all the built-in ones whose build
                           tools are installed; one left out is named)
   --variant NAME=BASE:VAR=VALUE[:VAR=VALUE...]
@@ -33,6 +36,9 @@ product options (the program runs with ARGS, from the current directory):
   --manifest-path PATH    the product's Cargo.toml (it follows the README's convention)
   --bin NAME              the binary to run (default: the product's only one, or default-run)
   --example NAME          an example to run instead
+  --feature NAME          the feature that turns mimalloc on (default: mimalloc); where the
+                          default features turn it on too, the system build is the defaults
+                          without it (--no-default-features --features the rest)
   --rounds N, --quick     as above (--quick: one round)
   --allocators A,B,...    system, ours, ours-v2, ours-secure, ours-no-thp, ours-purge0
                           (default: all; system always runs, every ratio's base)
@@ -73,6 +79,8 @@ pub enum Parsed {
 pub struct Options {
     pub command: Command,
     pub quick: bool,
+    /// A first look ([`FIRST_LOOK`]): the command line named no workloads and no rounds.
+    pub first_look: bool,
     pub rounds: usize,
     pub workloads: Vec<&'static Workload>,
     pub variants: Vec<Variant>,
@@ -148,6 +156,7 @@ fn product(parser: &mut Parser) -> Result<Request, Problem> {
             Arg::Long("example") => {
                 program(&mut request, Program::Example(parser.value()?.string()?))?
             }
+            Arg::Long("feature") => request.feature = Some(parser.value()?.string()?),
             Arg::Long("quick") => request.quick = true,
             Arg::Long("rounds") => request.rounds = Some(rounds(parser)?),
             Arg::Long("allocators") => request.allocators = Some(parser.value()?.string()?),
@@ -232,14 +241,47 @@ fn rounds(parser: &mut Parser) -> Result<usize, Problem> {
     Ok(n.max(1))
 }
 
+/// The main job's workloads when the command line names none and no rounds: one of each kind
+/// the benchmark has, each a second or less a run, so that every allocator's first table comes
+/// in a minute or so (three and a half on a fresh clone, with the builds) rather than the
+/// quarter of an hour every workload takes. Left out, and
+/// named when it ends: the quiet workloads (idle-return, idle-still, bursty), which wait
+/// seconds a run, and the kinds these stand for.
+pub const FIRST_LOOK: [&str; 7] = [
+    // A single thread's mid-sized heap of small blocks.
+    "indexing",
+    // JSON-like trees built, walked and dropped.
+    "document-tree",
+    // Blocks freed by another thread than the one that allocated them.
+    "cross-thread-4",
+    // Working sets that move between threads.
+    "server-churn",
+    // Vectors and strings grown by `realloc`.
+    "growth",
+    // Blocks of megabytes, fresh and freed.
+    "large-touch",
+    // A whole process of 10 ms: the start-up and the first faults.
+    "short-lived",
+];
+
 impl Given {
     fn resolve(self, command: Command) -> Result<Options, Problem> {
-        let workloads = workloads(self.workloads.as_deref())?;
+        let first_look = command == Command::Compare
+            && !self.list
+            && !self.quick
+            && self.workloads.is_none()
+            && self.rounds.is_none();
+        let workloads = if first_look {
+            workloads(Some(&FIRST_LOOK.join(",")))?
+        } else {
+            workloads(self.workloads.as_deref())?
+        };
         let mut variants = allocators(self.allocators.as_deref())?;
         variants.extend(self.extra);
         Ok(Options {
             command: if self.list { Command::List } else { command },
             quick: self.quick,
+            first_look,
             rounds: self.rounds.unwrap_or(if self.quick { 1 } else { 5 }),
             workloads,
             variants,
@@ -288,8 +330,9 @@ fn allocators(names: Option<&str>) -> Result<Vec<Variant>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Command, Options, Parsed, Problem, parse};
+    use super::{Command, FIRST_LOOK, Options, Parsed, Problem, parse};
     use crate::product::{Program, Request};
+    use bench_workloads::{Timing, Workload};
 
     fn ok(args: &str) -> Options {
         match parse(args.split_whitespace()) {
@@ -316,13 +359,17 @@ mod tests {
         options.variants.iter().map(|v| v.name.as_str()).collect()
     }
 
+    fn workload_names(options: &Options) -> Vec<&str> {
+        options.workloads.iter().map(|w| w.name).collect()
+    }
+
     #[test]
-    fn without_arguments_every_workload_runs_on_every_built_in_allocator_five_times() {
+    fn without_arguments_the_first_look_runs_on_every_built_in_allocator_five_times() {
         let options = ok("");
         assert_eq!(options.command, Command::Compare);
-        assert!(!options.quick);
+        assert!(!options.quick && options.first_look);
         assert_eq!(options.rounds, 5);
-        assert_eq!(options.workloads.len(), bench_workloads::ALL.len());
+        assert_eq!(workload_names(&options), FIRST_LOOK);
         // Every built-in allocator whose build tools run here: the others are left out, with a
         // line saying so (`a_missing_build_tool_is_named` in variants.rs).
         let built_in = crate::variants::built_in();
@@ -335,6 +382,52 @@ mod tests {
         assert!(buildable.len() >= built_in.len() - 1, "{buildable:?}");
         assert_eq!(names(&options), buildable);
         assert_eq!(options.out, None);
+    }
+
+    /// The first look is one of each kind and none that waits: every name is a workload, none
+    /// twice, none with a quiet phase, and some of each timing but the CPU time of a pausing one.
+    #[test]
+    fn the_first_look_names_distinct_workloads_that_do_not_wait() {
+        let found: Vec<&Workload> = FIRST_LOOK
+            .iter()
+            .map(|n| bench_workloads::find(n).expect(n))
+            .collect();
+        let mut names = FIRST_LOOK.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FIRST_LOOK.len());
+        assert!(
+            found
+                .iter()
+                .all(|w| w.quiet.is_none() && w.timing != Timing::Cpu)
+        );
+        for timing in [Timing::Run, Timing::WholeProcess] {
+            assert!(found.iter().any(|w| w.timing == timing), "{timing:?}");
+        }
+    }
+
+    /// Naming rounds or workloads, or asking for the quick run or another command, leaves the
+    /// first look: `--rounds 15`, the run of record, runs every workload.
+    #[test]
+    fn rounds_workloads_quick_and_the_other_commands_leave_the_first_look() {
+        let every = bench_workloads::ALL.len();
+        let record = ok("--rounds 15");
+        assert!(!record.first_look);
+        assert_eq!((record.workloads.len(), record.rounds), (every, 15));
+        let named = ok("--workloads growth");
+        assert!(!named.first_look);
+        assert_eq!((workload_names(&named), named.rounds), (vec!["growth"], 5));
+        let quick = ok("--quick");
+        assert!(!quick.first_look);
+        assert_eq!((quick.workloads.len(), quick.rounds), (every, 1));
+        for args in ["instructions", "limit", "build-times", "--list"] {
+            let options = ok(args);
+            assert!(!options.first_look, "{args}");
+            assert_eq!(options.workloads.len(), every, "{args}");
+        }
+        let chosen = ok("--allocators ours,peer --variant x=ours:A=1");
+        assert!(chosen.first_look);
+        assert_eq!(chosen.rounds, 5);
     }
 
     #[test]
@@ -435,9 +528,10 @@ mod tests {
     #[test]
     fn product_takes_its_options_and_the_program_arguments_after_the_double_dash() {
         let request = product(
-            "product --manifest-path ../p/Cargo.toml --bin server --rounds 3 \
+            "product --manifest-path ../p/Cargo.toml --bin server --rounds 3 --feature fast-alloc \
              --allocators ours --variant big=ours:MIMALLOC_X=1 --out /tmp/o -- --port 80 -v",
         );
+        assert_eq!(request.feature.as_deref(), Some("fast-alloc"));
         assert_eq!(request.manifest, std::path::Path::new("../p/Cargo.toml"));
         assert_eq!(request.program, Program::Bin("server".into()));
         assert_eq!(request.rounds, Some(3));

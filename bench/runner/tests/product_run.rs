@@ -101,13 +101,10 @@ fn a_product_off_the_convention_is_told_what_to_add() {
             "does not turn the mimalloc dependency on",
         ),
         (
-            "on-by-default",
-            // Through another feature that turns on one of the dependency's features.
-            format!(
-                "{optional}[features]\ndefault = [\"fast\"]\nfast = [\"mimalloc/secure\"]\n\
-                 mimalloc = [\"dep:mimalloc\"]\n"
-            ),
-            "default features turn `mimalloc` on",
+            "another-feature-name",
+            // `dep:` hides the implicit feature: the one that turns it on is `fast`.
+            format!("{optional}[features]\nfast = [\"dep:mimalloc\"]\n"),
+            "has no `mimalloc` feature to switch allocators with (name another with --feature NAME)",
         ),
     ];
     for (name, manifest, expected) in cases {

@@ -31,7 +31,8 @@ pub fn build_all(
         }
         spinner.set_message(format!("building the product: {}", build.name));
         let start = Instant::now();
-        let exe = build_one(product, build.features, &dir.join(build.name), places)
+        let features = product.switch.cargo_args(build.features);
+        let exe = build_one(product, &features, &dir.join(build.name), places)
             .map_err(|e| format!("building the {} variant: {e}", build.name))?;
         // Named after the product too: two products measured at once keep their own.
         let kept = dir.join("bin").join(format!(
@@ -46,10 +47,10 @@ pub fn build_all(
             "built {:<12} in {:6.1} s ({})",
             build.name,
             start.elapsed().as_secs_f64(),
-            if build.features.is_empty() {
+            if features.is_empty() {
                 "no features".to_owned()
             } else {
-                format!("--features {}", build.features)
+                features.join(" ")
             }
         ));
         built.insert(build.name, kept);
@@ -62,7 +63,7 @@ pub fn build_all(
 /// messages name it.
 fn build_one(
     product: &Product,
-    features: &str,
+    features: &[String],
     target_dir: &Path,
     places: &Places,
 ) -> Result<PathBuf, String> {
@@ -76,9 +77,7 @@ fn build_one(
     command.arg("--manifest-path").arg(&product.manifest);
     command.arg("--target-dir").arg(target_dir);
     command.args([format!("--{}", product.kind), product.program.clone()]);
-    if !features.is_empty() {
-        command.args(["--features", features]);
-    }
+    command.args(features);
     for config in &product.config {
         command.args(["--config", config]);
     }

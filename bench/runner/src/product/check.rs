@@ -101,7 +101,7 @@ fn verdict(build: &Build, startup: &Startup) -> Result<String, String> {
     let Some(major) = build.major else {
         if startup.started {
             return Err(format!(
-                "the {name} build (no features) printed mimalloc's start-up lines: the product \
+                "the {name} build (its allocator feature off) printed mimalloc's start-up lines: the product \
                  links mimalloc without its `mimalloc` feature, so this would compare mimalloc \
                  with itself (make the dependency optional and put {ASSIGN} behind the feature)"
             ));
@@ -130,7 +130,8 @@ fn verdict(build: &Build, startup: &Startup) -> Result<String, String> {
     if !startup.served {
         return Err(format!(
             "the {name} build links mimalloc {version}, but mimalloc served none of its \
-             allocations (it reserved no memory and counted none at exit): add {ASSIGN}"
+             allocations (it reserved no memory and counted none at exit): add {ASSIGN}, \
+             or name the feature that installs it with --feature NAME"
         ));
     }
     Ok(format!(

@@ -28,6 +28,38 @@ pub enum Program {
     Example(String),
 }
 
+/// How a product turns its allocator on: a feature, `mimalloc` by the README's convention.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Switch {
+    /// The feature that turns the `mimalloc` dependency on and installs it.
+    pub feature: String,
+    /// Where the default features turn the allocator on too (a published program that ships
+    /// on mimalloc): the default features that do not, which the system build is given after
+    /// `--no-default-features`.
+    pub system_defaults: Option<Vec<String>>,
+}
+
+impl Switch {
+    /// The cargo arguments of a build: the system build's (`features` `None`) leave the
+    /// allocator off; the others turn it on with these features of the dependency.
+    pub fn cargo_args(&self, features: Option<&str>) -> Vec<String> {
+        let Some(features) = features else {
+            return match &self.system_defaults {
+                None => Vec::new(),
+                Some(defaults) if defaults.is_empty() => vec!["--no-default-features".into()],
+                Some(defaults) => vec![
+                    "--no-default-features".into(),
+                    "--features".into(),
+                    defaults.join(","),
+                ],
+            };
+        };
+        let on =
+            std::iter::once(self.feature.as_str()).chain(Some(features).filter(|f| !f.is_empty()));
+        vec!["--features".into(), on.collect::<Vec<_>>().join(",")]
+    }
+}
+
 /// A product that follows the convention, and the program of it that runs.
 #[derive(Clone, Debug)]
 pub struct Product {
@@ -39,11 +71,18 @@ pub struct Product {
     /// `--config` arguments that point a git dependency on this workspace at this checkout,
     /// so that what is measured is the code here.
     pub config: Vec<String>,
+    pub switch: Switch,
 }
 
-/// Reads `manifest` with `cargo metadata` and checks the convention; a product that does not
-/// follow it is an error that says what to add.
-pub fn read(manifest: &Path, program: &Program, root: &Path) -> Result<Product, String> {
+/// Reads `manifest` with `cargo metadata` and checks the convention (`feature` is the one that
+/// turns the allocator on); a product that does not follow it is an error that says what to
+/// add.
+pub fn read(
+    manifest: &Path,
+    program: &Program,
+    feature: &str,
+    root: &Path,
+) -> Result<Product, String> {
     let manifest = manifest
         .canonicalize()
         .map_err(|e| format!("--manifest-path {}: {e}", manifest.display()))?;
@@ -60,7 +99,7 @@ pub fn read(manifest: &Path, program: &Program, root: &Path) -> Result<Product, 
             )
         })?;
     let config = dependency(package, root)?;
-    feature(package, root)?;
+    let switch = switch(&package["features"], feature, root)?;
     let (kind, program) = target(package, program)?;
     Ok(Product {
         package: package["name"].as_str().unwrap_or_default().to_owned(),
@@ -68,6 +107,7 @@ pub fn read(manifest: &Path, program: &Program, root: &Path) -> Result<Product, 
         kind,
         program,
         config,
+        switch,
     })
 }
 
@@ -154,54 +194,72 @@ fn git_patch(source: &str, ours: &Path) -> String {
     format!("patch.'{url}'.mimalloc.path='{}'", ours.display())
 }
 
-/// The `mimalloc` feature turns the dependency on, and the default features do not.
-fn feature(package: &Value, root: &Path) -> Result<(), String> {
-    let features = &package["features"];
-    let Some(list) = features["mimalloc"].as_array() else {
+/// `feature` turns the dependency on; where the default features do as well, the system build
+/// is given the default features that do not.
+fn switch(features: &Value, feature: &str, root: &Path) -> Result<Switch, String> {
+    if !features[feature].is_array() {
         return Err(format!(
-            "the product has no `mimalloc` feature to switch allocators with; {}",
-            convention(root)
-        ));
-    };
-    let enables = |f: &Value| {
-        f == "dep:mimalloc"
-            || f == "mimalloc"
-            || f.as_str().is_some_and(|f| f.starts_with("mimalloc/"))
-    };
-    if !list.iter().any(enables) {
-        return Err(format!(
-            "the product's `mimalloc` feature does not turn the mimalloc dependency on; {}",
+            "the product has no `{feature}` feature to switch allocators with (name another \
+             with --feature NAME); {}",
             convention(root)
         ));
     }
-    if turns_on_mimalloc(features, "default", &mut Vec::new()) {
-        return Err(
-            "the product's default features turn `mimalloc` on, so its system-allocator build \
-             cannot leave mimalloc out: take it out of `default` (products switch it on with \
-             `--features mimalloc`)"
-                .to_owned(),
-        );
+    if !turns_on_mimalloc(features, feature, &mut Vec::new()) {
+        return Err(format!(
+            "the product's `{feature}` feature does not turn the mimalloc dependency on; {}",
+            convention(root)
+        ));
     }
-    Ok(())
+    let defaults = features["default"].as_array().into_iter().flatten();
+    let system_defaults = if turns_on_mimalloc(features, "default", &mut Vec::new()) {
+        let keep = defaults.filter_map(Value::as_str);
+        let keep = keep.filter(|f| !entry_turns_on_mimalloc(features, f, &mut Vec::new()));
+        Some(keep.map(str::to_owned).collect())
+    } else {
+        None
+    };
+    Ok(Switch {
+        feature: feature.to_owned(),
+        system_defaults,
+    })
 }
 
-/// Whether `feature` turns the mimalloc dependency on, directly or through other features
-/// (`dep:mimalloc`, `mimalloc/x` and `mimalloc?/x` name the dependency).
+/// Whether `feature` turns the mimalloc dependency on, directly or through other features. A
+/// name the manifest does not declare is a dependency's implicit feature: `mimalloc`'s turns it
+/// on; a declared `mimalloc` feature is whatever it lists (`dep:` syntax hides the implicit one).
 fn turns_on_mimalloc<'a>(features: &'a Value, feature: &'a str, seen: &mut Vec<&'a str>) -> bool {
-    if feature == "mimalloc" {
-        return true;
-    }
     if seen.contains(&feature) {
         return false;
     }
     seen.push(feature);
-    let enabled = features[feature].as_array().into_iter().flatten();
-    enabled.filter_map(Value::as_str).any(|f| {
-        let f = f.strip_prefix("dep:").unwrap_or(f);
-        let weak = f.contains("?/");
-        let f = f.split('/').next().unwrap_or(f).trim_end_matches('?');
-        !weak && turns_on_mimalloc(features, f, seen)
-    })
+    let Some(list) = features[feature].as_array() else {
+        return feature == "mimalloc";
+    };
+    list.iter()
+        .filter_map(Value::as_str)
+        .any(|entry| entry_turns_on_mimalloc(features, entry, seen))
+}
+
+/// Whether one entry of a feature's list turns the dependency on: `dep:mimalloc`, `mimalloc/x`
+/// (which turns the dependency on as well as its feature), or a feature that does; never a weak
+/// `x?/y`, which only adds to a dependency something else turned on.
+fn entry_turns_on_mimalloc<'a>(
+    features: &'a Value,
+    entry: &'a str,
+    seen: &mut Vec<&'a str>,
+) -> bool {
+    if entry.contains("?/") {
+        return false;
+    }
+    if let Some(dependency) = entry.strip_prefix("dep:") {
+        return dependency == "mimalloc";
+    }
+    match entry.split_once('/') {
+        Some((dependency, _)) => {
+            dependency == "mimalloc" || turns_on_mimalloc(features, dependency, seen)
+        }
+        None => turns_on_mimalloc(features, entry, seen),
+    }
 }
 
 /// The program's target kind and name.
@@ -258,7 +316,82 @@ fn target(package: &Value, program: &Program) -> Result<(&'static str, String), 
 
 #[cfg(test)]
 mod tests {
-    use super::turns_on_mimalloc;
+    use super::{Switch, switch, turns_on_mimalloc};
+    use std::path::Path;
+
+    /// A published program that ships on mimalloc: its system build keeps every default
+    /// feature but those that turn the allocator on, through whatever feature they do.
+    #[test]
+    fn where_the_defaults_turn_mimalloc_on_the_system_build_keeps_the_rest() {
+        let features = serde_json::json!({
+            "default": ["use_mimalloc", "http", "fast", "tls?/x"],
+            "use_mimalloc": ["mimalloc"],
+            "mimalloc": ["dep:mimalloc"],
+            "fast": ["mimalloc/secure"],
+            "http": ["dep:ureq", "ureq/json"],
+            "tls": [],
+        });
+        let on = switch(&features, "use_mimalloc", Path::new("/w")).unwrap();
+        let expected = Switch {
+            feature: "use_mimalloc".into(),
+            system_defaults: Some(vec!["http".into(), "tls?/x".into()]),
+        };
+        assert_eq!(on, expected);
+        let args = |features| on.cargo_args(features).join(" ");
+        assert_eq!(args(None), "--no-default-features --features http,tls?/x");
+        assert_eq!(args(Some("")), "--features use_mimalloc");
+        assert_eq!(
+            args(Some("mimalloc/v2")),
+            "--features use_mimalloc,mimalloc/v2"
+        );
+        let only = serde_json::json!({ "default": ["mimalloc"], "mimalloc": ["dep:mimalloc"] });
+        let only = switch(&only, "mimalloc", Path::new("/w")).unwrap();
+        assert_eq!(only.system_defaults, Some(Vec::new()));
+        assert_eq!(only.cargo_args(None), ["--no-default-features"]);
+    }
+
+    /// The README's convention: the defaults leave mimalloc off, so the system build is the
+    /// product as it is; a feature that is not there, or does not turn the dependency on, is
+    /// an error naming it.
+    #[test]
+    fn off_by_default_the_system_build_takes_no_arguments() {
+        let features = serde_json::json!({
+            "default": ["http"],
+            "http": [],
+            "mimalloc": ["dep:mimalloc"],
+            "other": ["http"],
+        });
+        let off = switch(&features, "mimalloc", Path::new("/w")).unwrap();
+        assert_eq!(off.system_defaults, None);
+        assert!(off.cargo_args(None).is_empty());
+        assert_eq!(
+            off.cargo_args(Some("mimalloc/secure")),
+            ["--features", "mimalloc,mimalloc/secure"]
+        );
+        let missing = switch(&features, "nosuch", Path::new("/w")).unwrap_err();
+        assert!(
+            missing.starts_with("the product has no `nosuch` feature"),
+            "{missing}"
+        );
+        let hidden = serde_json::json!({ "mimalloc": [], "fast": ["dep:mimalloc"] });
+        assert!(switch(&hidden, "mimalloc", Path::new("/w")).is_err());
+        assert_eq!(
+            switch(&hidden, "fast", Path::new("/w")).unwrap().feature,
+            "fast"
+        );
+        // `mimalloc/x` turns the dependency on whatever a feature called `mimalloc` lists.
+        let through = serde_json::json!({ "mimalloc": [], "fast": ["dep:serde", "mimalloc/v2"] });
+        assert!(switch(&through, "fast", Path::new("/w")).is_ok());
+        // A name no feature declares is a dependency's implicit feature.
+        let implicit = serde_json::json!({ "fast": ["mimalloc"], "slow": ["serde", "other/x"] });
+        assert!(switch(&implicit, "fast", Path::new("/w")).is_ok());
+        assert!(switch(&implicit, "slow", Path::new("/w")).is_err());
+        let idle = switch(&features, "other", Path::new("/w")).unwrap_err();
+        assert!(
+            idle.contains("`other` feature does not turn the mimalloc dependency on"),
+            "{idle}"
+        );
+    }
 
     #[test]
     fn the_default_features_are_followed_through_other_features_and_cycles() {

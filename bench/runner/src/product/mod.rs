@@ -25,6 +25,8 @@ use variants::Variant;
 pub struct Request {
     pub manifest: PathBuf,
     pub program: Program,
+    /// The feature that turns the allocator on (`--feature`; the README's `mimalloc` without).
+    pub feature: Option<String>,
     /// The program's arguments.
     pub args: Vec<OsString>,
     pub quick: bool,
@@ -37,7 +39,8 @@ pub struct Request {
 
 pub fn run(request: &Request, command: String) -> Result<(), String> {
     let places = Places::new(None);
-    let product = manifest::read(&request.manifest, &request.program, &places.root)?;
+    let feature = request.feature.as_deref().unwrap_or("mimalloc");
+    let product = manifest::read(&request.manifest, &request.program, feature, &places.root)?;
     let variants = variants::chosen(request.allocators.as_deref(), &request.extra)?;
     let exes = build::build_all(&product, &variants, &places)?;
     for line in check::all(&variants, &exes, &request.args)? {

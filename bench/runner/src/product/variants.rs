@@ -3,12 +3,14 @@
 
 use crate::variants::{describe, split_extra};
 
-/// One build of the product: the cargo features it is built with.
+/// One build of the product: whether its allocator feature is on, and which features of the
+/// `mimalloc` dependency it adds (`manifest::Switch::features` makes the cargo arguments).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Build {
     pub name: &'static str,
-    /// The product's features for this build; empty for the system allocator.
-    pub features: &'static str,
+    /// The `mimalloc` dependency's features this build adds to the product's allocator
+    /// feature; `None` for the system build, which leaves that feature off.
+    pub features: Option<&'static str>,
     /// The major version of mimalloc it must report at start-up, `None` for the system build.
     pub major: Option<u32>,
     /// Whether mimalloc must report secure mode.
@@ -20,31 +22,31 @@ pub struct Build {
 pub const BUILDS: [Build; 4] = [
     Build {
         name: "system",
-        features: "",
+        features: None,
         major: None,
         secure: false,
-        about: "the product without its `mimalloc` feature: the platform's malloc",
+        about: "the product without its allocator feature: the platform's malloc",
     },
     Build {
         name: "ours",
-        features: "mimalloc",
+        features: Some(""),
         major: Some(3),
         secure: false,
-        about: "`--features mimalloc`: this workspace's mimalloc 3, default features",
+        about: "its allocator feature: this workspace's mimalloc 3, default features",
     },
     Build {
         name: "ours-v2",
-        features: "mimalloc,mimalloc/v2",
+        features: Some("mimalloc/v2"),
         major: Some(2),
         secure: false,
-        about: "`--features mimalloc,mimalloc/v2`: mimalloc 2",
+        about: "its allocator feature and `mimalloc/v2`: mimalloc 2",
     },
     Build {
         name: "ours-secure",
-        features: "mimalloc,mimalloc/secure",
+        features: Some("mimalloc/secure"),
         major: Some(3),
         secure: true,
-        about: "`--features mimalloc,mimalloc/secure`: guard pages, encoded free lists",
+        about: "its allocator feature and `mimalloc/secure`: guard pages, encoded free lists",
     },
 ];
 
@@ -162,7 +164,7 @@ mod tests {
         );
         assert_eq!(all[4].build, BUILDS[1]);
         assert_eq!(all[4].env, [("MIMALLOC_ALLOW_THP".into(), "0".into())]);
-        assert!(all[0].env.is_empty() && all[0].build.features.is_empty());
+        assert!(all[0].env.is_empty() && all[0].build.features.is_none());
     }
 
     #[test]

@@ -341,23 +341,13 @@ mod tests {
     }
 
     fn report<'a>(samples: &'a Samples, allocators: &[&str]) -> Report<'a> {
-        let unknown = || "unknown".to_owned();
         Report {
             title: "test",
             noun: "workload",
             tasks: vec![Named::new("idle-still", "a burst, then quiet")],
             allocators: allocators.iter().map(|a| Named::new(*a, "")).collect(),
             samples,
-            machine: Machine {
-                cores: 2,
-                cpu: unknown(),
-                os: unknown(),
-                kernel: unknown(),
-                rustc: unknown(),
-                cc: unknown(),
-                transparent_huge_pages: unknown(),
-                date: unknown(),
-            },
+            machine: Machine::unknown(),
             command: "test".to_owned(),
             finding: None,
         }
