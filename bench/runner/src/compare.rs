@@ -1,5 +1,5 @@
-//! The main job: builds every allocator's driver, runs every workload on every allocator in
-//! turn for several rounds, and reports.
+//! The main job: builds every allocator's driver, runs the workloads (the first look's, or
+//! those the command line names) on every allocator in turn for several rounds, and reports.
 
 use crate::binaries::{self, Binaries, Places};
 use crate::machine::Machine;
